@@ -1,0 +1,3 @@
+"""dmlconform: conformance testing of DirectML gradient operators."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from dmlconform.cli import main
+
+main()

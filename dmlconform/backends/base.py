@@ -1,0 +1,75 @@
+"""The backend protocol: what the runner hands a backend and what it gets back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+from dmlconform.case import Case, Tensors
+from dmlconform.feature_levels import FeatureLevel
+
+
+class OutcomeKind(Enum):
+    OUTPUTS = "outputs"  # the backend ran the case
+    REFUSED = "refused"  # the backend's description checks rejected the case
+    NOT_SUPPORTED = "not_supported"  # valid, but this backend cannot run it
+    ERROR = "error"  # the backend failed or returned something unusable
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+
+
+@dataclass
+class Outcome:
+    kind: OutcomeKind
+    outputs: Tensors = field(default_factory=dict)
+    message: str = ""
+
+    @classmethod
+    def ran(cls, outputs: Tensors) -> Outcome:
+        return cls(OutcomeKind.OUTPUTS, outputs)
+
+    @classmethod
+    def refused(cls, message: str) -> Outcome:
+        return cls(OutcomeKind.REFUSED, message=message)
+
+    @classmethod
+    def not_supported(cls, reason: str) -> Outcome:
+        return cls(OutcomeKind.NOT_SUPPORTED, message=reason)
+
+    @classmethod
+    def error(cls, message: str) -> Outcome:
+        return cls(OutcomeKind.ERROR, message=message)
+
+
+@dataclass
+class BackendInfo:
+    name: str
+    version: str
+    device: str
+    #: The level the backend claims, and a line saying how it was found.
+    feature_level: FeatureLevel
+    feature_level_source: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class BackendOptions:
+    """Everything the command line may pass to a backend; each backend reads what it needs."""
+
+    ep: str = "auto"
+    harness: str | None = None
+    timeout_s: float = 60.0
+    variant: str | None = None
+
+
+class Backend(Protocol):
+    name: str
+
+    def info(self) -> BackendInfo: ...
+
+    def run(self, case: Case) -> Outcome:
+        """Run one case. Must not raise for anything a case or device can cause; return an Outcome."""
+        ...
+
+    def close(self) -> None: ...

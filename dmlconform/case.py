@@ -1,0 +1,63 @@
+"""A test case as loaded from a suite: an operator description, input data and what must come out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dmlconform.compare.tolerance import Tolerance
+from dmlconform.dtypes import DataType
+from dmlconform.feature_levels import FeatureLevel
+from dmlconform.ops.base import Description, Operator
+
+Tensors = dict[str, np.ndarray]
+
+
+@dataclass
+class Case:
+    suite: str
+    id: str
+    file: Path
+    description: Description
+    inputs: Tensors
+    #: Single expected answer; None for candidate cases and negative cases.
+    expected: Tensors | None = None
+    #: Named alternatives where the docs leave the answer open (contract §2).
+    candidates: dict[str, Tensors] = field(default_factory=dict)
+    expect_invalid: bool = False
+    tolerance: Tolerance | None = None
+    tags: tuple[str, ...] = ()
+    #: The undocumented behaviour a candidate case probes, for the behaviour fingerprint.
+    behaviour: str | None = None
+
+    @property
+    def full_id(self) -> str:
+        return f"{self.suite}/{self.id}"
+
+    @property
+    def op(self) -> Operator:
+        return self.description.op
+
+    @property
+    def dtype(self) -> DataType:
+        return self.description.output.dtype
+
+    @property
+    def rank(self) -> int:
+        return self.description.output.rank
+
+    @property
+    def required_level(self) -> FeatureLevel:
+        """Lowest level whose table admits this case; a negative case is required where its op starts."""
+        if self.expect_invalid:
+            return self.op.introduced
+        level = self.op.required_level(self.description)
+        return level if level is not None else self.op.introduced
+
+    def answers(self) -> dict[str, Tensors]:
+        """Every acceptable answer by name; a single-answer case has one, named 'expected'."""
+        if self.expected is not None:
+            return {"expected": self.expected}
+        return dict(self.candidates)

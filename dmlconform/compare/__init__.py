@@ -1,0 +1,1 @@
+"""Judging outputs: ULP distances, tolerance rules and the comparator."""

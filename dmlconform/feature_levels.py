@@ -1,0 +1,93 @@
+"""DML_FEATURE_LEVEL values, ordered, and the operator support tables built from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from dmlconform.dtypes import DataType
+
+
+class FeatureLevel(Enum):
+    """DML_FEATURE_LEVEL_<major>_<minor>; the value is the DML enum value."""
+
+    L1_0 = 0x1000
+    L2_0 = 0x2000
+    L2_1 = 0x2100
+    L3_0 = 0x3000
+    L3_1 = 0x3100
+    L4_0 = 0x4000
+    L4_1 = 0x4100
+    L5_0 = 0x5000
+    L5_1 = 0x5100
+    L5_2 = 0x5200
+    L6_0 = 0x6000
+    L6_1 = 0x6100
+    L6_2 = 0x6200
+    L6_3 = 0x6300
+    L6_4 = 0x6400
+
+    @property
+    def label(self) -> str:
+        return self.name[1:]
+
+    def __str__(self) -> str:
+        return self.label
+
+    def __lt__(self, other: FeatureLevel) -> bool:
+        return self.value < other.value
+
+    def __le__(self, other: FeatureLevel) -> bool:
+        return self.value <= other.value
+
+    def __gt__(self, other: FeatureLevel) -> bool:
+        return self.value > other.value
+
+    def __ge__(self, other: FeatureLevel) -> bool:
+        return self.value >= other.value
+
+    @classmethod
+    def parse(cls, text: object) -> FeatureLevel:
+        key = str(text).strip().upper().removeprefix("DML_FEATURE_LEVEL_").replace(".", "_")
+        try:
+            return cls["L" + key]
+        except KeyError:
+            known = ", ".join(level.label for level in cls)
+            raise ValueError(f"unknown feature level {text!r} (known: {known})") from None
+
+
+HIGHEST = max(FeatureLevel, key=lambda level: level.value)
+
+
+@dataclass(frozen=True)
+class SupportRow:
+    """One 'DML_FEATURE_LEVEL_x_y and above' table of a seed page."""
+
+    level: FeatureLevel
+    min_rank: int
+    max_rank: int
+    dtypes: frozenset[DataType]
+
+    def admits(self, dtype: DataType, rank: int) -> bool:
+        return dtype in self.dtypes and self.min_rank <= rank <= self.max_rank
+
+
+@dataclass(frozen=True)
+class SupportTable:
+    rows: tuple[SupportRow, ...]
+
+    @property
+    def introduced(self) -> FeatureLevel:
+        return min((row.level for row in self.rows), key=lambda level: level.value)
+
+    def required_level(self, dtype: DataType, rank: int) -> FeatureLevel | None:
+        """The lowest level whose table admits this data type and rank, or None if none does."""
+        levels = [row.level for row in self.rows if row.admits(dtype, rank)]
+        return min(levels, key=lambda level: level.value) if levels else None
+
+    @property
+    def all_dtypes(self) -> frozenset[DataType]:
+        return frozenset().union(*(row.dtypes for row in self.rows))
+
+    def rank_range(self) -> tuple[int, int]:
+        return min(r.min_rank for r in self.rows), max(r.max_rank for r in self.rows)

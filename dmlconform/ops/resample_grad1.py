@@ -1,0 +1,147 @@
+"""DML_OPERATOR_RESAMPLE_GRAD1: the adjoint (transpose) of Resample2 with the same scales and offsets.
+
+Resample2 samples, per dimension, input coordinate `x = (o - OutputPixelOffset) / Scale - InputPixelOffset`
+computed in float32. NEAREST_NEIGHBOR takes floor(x) (DECREASING) or ceil(x) (INCREASING), clamped to
+the edge; LINEAR takes floor(x) and floor(x)+1 with weights 1-t and t, each clamped. Resampling is
+separable, so the forward is dY = X ×_a W_a over every dimension a and the gradient is dX = dY ×_a W_aᵀ.
+
+Which offsets the gradient's fields mean is undocumented (contract §2): `literal` reads them as the
+forward's; `swapped` reads the gradient's InputPixelOffsets as the forward's OutputPixelOffsets and
+vice versa. The two agree wherever the offsets are equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from dmlconform.compare.tolerance import Tolerance
+from dmlconform.dtypes import DataType as T
+from dmlconform.feature_levels import FeatureLevel as L
+from dmlconform.feature_levels import SupportRow, SupportTable
+from dmlconform.ops.base import (
+    Accumulation,
+    Description,
+    DescriptionError,
+    Operator,
+    Param,
+    ParamKind,
+    Reference,
+    same_dtype,
+    same_rank,
+)
+
+SUPPORT = SupportTable((SupportRow(L.L5_1, 1, 4, frozenset({T.FLOAT32, T.FLOAT16})),))
+
+
+def source_coordinates(n_out: int, scale: float, input_offset: float, output_offset: float) -> np.ndarray:
+    """x(o) for o in [0, n_out), in float32 and in the order of the documented formula."""
+    f32 = np.float32
+    o = np.arange(n_out, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return ((o - f32(output_offset)) / f32(scale) - f32(input_offset)).astype(np.float32)
+
+
+def axis_weights(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float,
+                 mode: str, rounding: str) -> np.ndarray:
+    """W[o, i]: the weight with which forward input i contributes to forward output o (float64)."""
+    x = source_coordinates(n_out, scale, input_offset, output_offset).astype(np.float64)
+    w = np.zeros((n_out, n_in), dtype=np.float64)
+    rows = np.arange(n_out)
+    if mode == "NEAREST_NEIGHBOR":
+        pick = np.floor(x) if rounding == "DECREASING" else np.ceil(x)
+        np.add.at(w, (rows, np.clip(pick, 0, n_in - 1).astype(np.int64)), 1.0)
+        return w
+    low = np.floor(x)
+    t = x - low  # exact: x is a float32 value
+    low_index = np.clip(low, 0, n_in - 1).astype(np.int64)
+    high_index = np.clip(low + 1, 0, n_in - 1).astype(np.int64)
+    np.add.at(w, (rows, low_index), 1.0 - t)
+    np.add.at(w, (rows, high_index), t)
+    return w
+
+
+def apply_transposed(dy: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
+    """dX = dY ×_a W_aᵀ for every axis a, in float64; identity axes are skipped.
+
+    Only real contributions may touch a NaN or infinity: a dense product would spread one through
+    0·NaN to every element, so non-finite data takes a path that adds the non-zero weights alone.
+    """
+    out = dy
+    for axis, w in enumerate(weights):
+        if w.shape[0] == w.shape[1] and np.array_equal(w, np.eye(w.shape[0])):
+            continue
+        last = np.moveaxis(out, axis, -1)
+        if np.isfinite(last).all():
+            summed = last @ w
+        else:
+            rows, cols = np.nonzero(w)
+            summed = np.zeros((*last.shape[:-1], w.shape[1]), dtype=np.float64)
+            for row, col in zip(rows.tolist(), cols.tolist(), strict=True):
+                summed[..., col] += w[row, col] * last[..., row]
+        out = np.moveaxis(summed, -1, axis)
+    return out
+
+
+def contribution_counts(weights: list[np.ndarray]) -> np.ndarray:
+    """Terms summed into each dX element: the product of the per-axis counts of non-zero weights."""
+    count = np.ones((), dtype=np.int64)
+    for w in weights:
+        count = np.multiply.outer(count, np.count_nonzero(w, axis=0))
+    return count
+
+
+class ResampleGrad1(Operator):
+    name = "RESAMPLE_GRAD1"
+    inputs = ("InputGradientTensor",)
+    support = SUPPORT
+    params = (
+        Param("InterpolationMode", ParamKind.ENUM, ("NEAREST_NEIGHBOR", "LINEAR"), "DML_INTERPOLATION_MODE_"),
+        Param("RoundingDirection", ParamKind.ENUM, ("INCREASING", "DECREASING"), "DML_AXIS_DIRECTION_"),
+        Param("Scales", ParamKind.FLOATS),
+        Param("InputPixelOffsets", ParamKind.FLOATS),
+        Param("OutputPixelOffsets", ParamKind.FLOATS),
+    )
+    dimension_arrays = ("Scales", "InputPixelOffsets", "OutputPixelOffsets")
+    variants = ("literal", "swapped")
+
+    def check_rules(self, desc: Description) -> None:
+        same_dtype(desc, self.tensors)
+        same_rank(desc, self.tensors)
+        for i, scale in enumerate(desc.params["Scales"]):
+            if not (np.isfinite(scale) and scale > 0):
+                raise DescriptionError(f"Scales[{i}]", f"{scale} must be a finite number above 0")
+        for name in ("InputPixelOffsets", "OutputPixelOffsets"):
+            for i, offset in enumerate(desc.params[name]):
+                if not np.isfinite(offset):
+                    raise DescriptionError(f"{name}[{i}]", f"{offset} must be finite")
+
+    def weights(self, desc: Description, variant: str | None = None) -> list[np.ndarray]:
+        p = desc.params
+        ipo, opo = p["InputPixelOffsets"], p["OutputPixelOffsets"]
+        if (variant or self.variants[0]) == "swapped":
+            ipo, opo = opo, ipo
+        dy = desc.tensors["InputGradientTensor"].shape
+        dx = desc.output.shape
+        return [axis_weights(dx[a], dy[a], p["Scales"][a], ipo[a], opo[a], p["InterpolationMode"],
+                             p["RoundingDirection"]) for a in range(len(dx))]
+
+    def reference(self, desc: Description, inputs: Mapping[str, np.ndarray], variant: str | None = None
+                  ) -> Reference:
+        dy = inputs["InputGradientTensor"]
+        weights = self.weights(desc, variant)
+        dy64 = dy.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            value = apply_transposed(dy64, weights)
+            abs_sum = apply_transposed(np.abs(dy64), [np.abs(w) for w in weights])
+            out = value.astype(dy.dtype)
+        count = contribution_counts(weights)
+        return Reference({"OutputGradientTensor": out},
+                         {"OutputGradientTensor": Accumulation(value, abs_sum, count)})
+
+    def default_tolerance(self, desc: Description, ref: Reference) -> Tolerance:
+        return Tolerance.bound()
+
+
+RESAMPLE_GRAD1 = ResampleGrad1()

@@ -1,0 +1,1 @@
+"""Reporters: render a RunResult for people (console) and for tools (JSON, JUnit)."""

@@ -1,0 +1,17 @@
+"""Suite files (format dmlconform/v1) and everything needed to turn them into cases."""
+
+from __future__ import annotations
+
+
+class SuiteError(Exception):
+    """Unusable suite input. The message is one line naming the file, the case and the field."""
+
+    def __init__(self, file: object, message: str, case: str | None = None, field: str | None = None) -> None:
+        parts = [str(file)]
+        if case is not None:
+            parts.append(f"case '{case}'")
+        if field:
+            parts.append(field)
+        parts.append(message)
+        super().__init__(": ".join(parts))
+        self.file, self.case, self.field = file, case, field

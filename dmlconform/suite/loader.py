@@ -1,0 +1,221 @@
+"""Load suite files (format dmlconform/v1) into cases, refusing anything unusable with one clear line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from dmlconform.case import Case, Tensors
+from dmlconform.compare.tolerance import Tolerance
+from dmlconform.ops import find_operator
+from dmlconform.ops.base import Description, DescriptionError, Operator, ParamError, TensorDesc
+from dmlconform.suite import SuiteError
+from dmlconform.suite.tensors import TensorError, read_desc, read_tensor
+
+FORMAT = "dmlconform/v1"
+SUITE_SUFFIXES = (".yaml", ".yml")
+_CASE_KEYS = {"id", "op", "params", "inputs", "outputs", "candidates", "expect", "tolerance", "tags",
+              "behaviour", "behavior", "note"}
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
+    """(suite file, suite tree root) for every suite under the given files and folders, in a stable order."""
+    found: list[tuple[Path, Path]] = []
+    for path in paths:
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.suffix in SUITE_SUFFIXES and p.is_file())
+            if not files:
+                raise SuiteError(path, "no suite files (*.yaml) in this folder")
+            found.extend((f, path) for f in files)
+        elif path.is_file():
+            found.append((path, path.parent))
+        else:
+            raise SuiteError(path, "no such file or folder")
+    return found
+
+
+def load_paths(paths: Iterable[Path]) -> list[Case]:
+    cases: list[Case] = []
+    seen_suites: dict[str, Path] = {}
+    for file, root in discover(paths):
+        suite_cases, name = load_suite(file, root)
+        if name in seen_suites:
+            raise SuiteError(file, f"suite name '{name}' is already used by {seen_suites[name]}", field="suite")
+        seen_suites[name] = file
+        cases.extend(suite_cases)
+    return cases
+
+
+def load_suite(file: Path, root: Path) -> tuple[list[Case], str]:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(file, f"cannot be read ({exc})") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SuiteError(file, f"is not valid YAML{where}: {problem}") from None
+    if not isinstance(document, Mapping):
+        raise SuiteError(file, "must be a YAML mapping with format, suite and cases")
+    if document.get("format") != FORMAT:
+        raise SuiteError(file, f"{document.get('format')!r} is not '{FORMAT}'", field="format")
+    name = document.get("suite")
+    if not isinstance(name, str) or not _ID.match(name):
+        raise SuiteError(file, f"{name!r} must be a name of letters, digits and . _ + -", field="suite")
+    raw_cases = document.get("cases")
+    if not isinstance(raw_cases, list) or not raw_cases:
+        raise SuiteError(file, "must be a non-empty list", field="cases")
+    cases: list[Case] = []
+    ids: set[str] = set()
+    for position, raw in enumerate(raw_cases):
+        label = raw.get("id") if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) else f"#{position + 1}"
+        case = _CaseReader(file, root, name, label).read(raw)
+        if case.id in ids:
+            raise SuiteError(file, "duplicate case id", case=case.id, field="id")
+        ids.add(case.id)
+        cases.append(case)
+    return cases, name
+
+
+class _CaseReader:
+    def __init__(self, file: Path, root: Path, suite: str, label: str) -> None:
+        self.file, self.root, self.suite, self.label = file, root, suite, label
+
+    def error(self, field: str, message: str) -> SuiteError:
+        return SuiteError(self.file, message, case=self.label, field=field)
+
+    def read(self, raw: object) -> Case:
+        if not isinstance(raw, Mapping):
+            raise self.error("", "a case must be a mapping")
+        unknown = sorted(set(map(str, raw)) - _CASE_KEYS)
+        if unknown:
+            raise self.error(unknown[0], "unknown key")
+        case_id = raw.get("id")
+        if not isinstance(case_id, str) or not _ID.match(case_id):
+            raise self.error("id", f"{case_id!r} must be a name of letters, digits and . _ + -")
+        try:
+            op = find_operator(raw.get("op"))
+        except KeyError as exc:
+            raise self.error("op", str(exc.args[0])) from None
+        expect = raw.get("expect")
+        if expect not in (None, "invalid"):
+            raise self.error("expect", f"{expect!r}: the only expectation is 'invalid'")
+        invalid = expect == "invalid"
+
+        input_specs = self.mapping(raw, "inputs", op.inputs)
+        if invalid:
+            if "candidates" in raw:
+                raise self.error("candidates", "a negative case (expect: invalid) has no candidates")
+            output_specs = self.mapping(raw, "outputs", op.outputs)
+            answer_specs: dict[str, Mapping[str, Any]] = {}
+        elif ("outputs" in raw) == ("candidates" in raw):
+            raise self.error("outputs", "give exactly one of outputs or candidates")
+        elif "outputs" in raw:
+            output_specs = self.mapping(raw, "outputs", op.outputs)
+            answer_specs = {"": output_specs}
+        else:
+            answer_specs = self.candidate_specs(raw.get("candidates"), op)
+            output_specs = next(iter(answer_specs.values()))
+
+        descs = {name: self.desc(f"inputs.{name}", spec) for name, spec in input_specs.items()}
+        descs |= {name: self.desc(f"outputs.{name}", spec) for name, spec in output_specs.items()}
+        dtype = descs[op.outputs[0]].dtype
+        raw_params = raw.get("params", {}) or {}
+        if not isinstance(raw_params, Mapping):
+            raise self.error("params", "must be a mapping of DML field names to values")
+        try:
+            params = op.parse_params(raw_params, dtype)
+        except ParamError as exc:
+            raise self.error(f"params.{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
+        description = Description(op, params, descs)
+        self.check_description(description, invalid)
+
+        inputs = {name: self.tensor(f"inputs.{name}", spec, descs[name], True)
+                  for name, spec in input_specs.items()}
+        answers: dict[str, Tensors] = {}
+        for cname, specs in answer_specs.items():
+            where = f"candidates.{cname}" if cname else "outputs"
+            answers[cname] = {}
+            for name, spec in specs.items():
+                desc = self.desc(f"{where}.{name}", spec)
+                if desc != descs[name]:
+                    raise self.error(f"{where}.{name}", f"{desc} disagrees with the first answer's {descs[name]}")
+                answers[cname][name] = self.tensor(f"{where}.{name}", spec, desc, True)  # type: ignore[assignment]
+
+        tolerance = self.tolerance(raw.get("tolerance"), dtype)
+        tags = raw.get("tags", []) or []
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise self.error("tags", "must be a list of words")
+        behaviour = raw.get("behaviour", raw.get("behavior"))
+        if behaviour is not None and not isinstance(behaviour, str):
+            raise self.error("behaviour", "must be a short name")
+        return Case(self.suite, case_id, self.file, description, inputs,  # type: ignore[arg-type]
+                    expected=answers.get(""), candidates={k: v for k, v in answers.items() if k},
+                    expect_invalid=invalid, tolerance=tolerance, tags=tuple(tags),
+                    behaviour=behaviour or (case_id if "candidates" in raw else None))
+
+    def mapping(self, raw: Mapping[str, Any], key: str, names: tuple[str, ...]) -> dict[str, Mapping[str, Any]]:
+        value = raw.get(key)
+        if not isinstance(value, Mapping):
+            raise self.error(key, f"missing: a mapping of {', '.join(names)}")
+        for name in value:
+            if name not in names:
+                raise self.error(f"{key}.{name}", f"not a tensor of this operator (expected {', '.join(names)})")
+        for name in names:
+            if name not in value:
+                raise self.error(f"{key}.{name}", "missing")
+        return {name: value[name] for name in names}
+
+    def candidate_specs(self, raw: object, op: Operator) -> dict[str, Mapping[str, Any]]:
+        if not isinstance(raw, Mapping) or not raw:
+            raise self.error("candidates", "must map candidate names to outputs")
+        specs = {}
+        for cname, outputs in raw.items():
+            if not isinstance(cname, str) or not _ID.match(cname):
+                raise self.error("candidates", f"{cname!r} is not a usable candidate name")
+            specs[cname] = self.mapping({"candidates." + cname: outputs}, "candidates." + cname, op.outputs)
+        return specs
+
+    def desc(self, field: str, spec: object) -> TensorDesc:
+        try:
+            return read_desc(spec)
+        except TensorError as exc:
+            raise self.error(f"{field}.{exc.field}".rstrip("."), str(exc)) from None
+
+    def tensor(self, field: str, spec: Mapping[str, Any], desc: TensorDesc, required: bool) -> np.ndarray | None:
+        try:
+            return read_tensor(spec, desc, self.file, self.root, required)
+        except TensorError as exc:
+            raise self.error(f"{field}.{exc.field}", str(exc)) from None
+
+    def check_description(self, description: Description, invalid: bool) -> None:
+        try:
+            description.op.validate(description)
+        except DescriptionError as exc:
+            if not invalid:
+                raise self.error(exc.field, f"{exc.message} (if this is meant, mark the case `expect: invalid`)"
+                                 ) from None
+            return
+        if invalid:
+            raise self.error("expect", f"the case is marked invalid, but its description satisfies every rule "
+                             f"of {description.op.name}")
+
+    def tolerance(self, raw: object, dtype: Any) -> Tolerance | None:
+        if raw is None:
+            return None
+        try:
+            tolerance = Tolerance.parse(raw)
+        except ValueError as exc:
+            raise self.error("tolerance", str(exc)) from None
+        if not dtype.is_float and str(tolerance) != "exact":
+            raise self.error("tolerance", f"{tolerance} does not apply to {dtype.name}: integers are exact")
+        return tolerance

@@ -1,0 +1,111 @@
+"""Reading one tensor of a suite: `{dtype, shape}` plus exactly one of data, file or generate."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from dmlconform.dtypes import DataType
+from dmlconform.ops.base import TensorDesc
+from dmlconform.suite.generate import generate
+from dmlconform.values import elements_to_array
+
+SOURCES = ("data", "file", "generate")
+
+
+class TensorError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def read_desc(spec: object) -> TensorDesc:
+    if not isinstance(spec, Mapping):
+        raise TensorError("", f"expected a mapping with dtype and shape, got {spec!r}")
+    unknown = sorted(set(map(str, spec)) - {"dtype", "shape", *SOURCES})
+    if unknown:
+        raise TensorError(unknown[0], "unknown key (a tensor has dtype, shape and one of data, file, generate)")
+    if "dtype" not in spec:
+        raise TensorError("dtype", "missing")
+    try:
+        dtype = DataType.parse(spec["dtype"])
+    except ValueError as exc:
+        raise TensorError("dtype", str(exc)) from None
+    shape = spec.get("shape")
+    if not isinstance(shape, list) or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape):
+        raise TensorError("shape", f"{shape!r} must be a list of non-negative integers")
+    return TensorDesc(dtype, tuple(shape))
+
+
+def read_tensor(spec: Mapping[str, object], desc: TensorDesc, suite_file: Path, root: Path,
+                data_required: bool = True) -> np.ndarray | None:
+    sources = [key for key in SOURCES if key in spec]
+    if len(sources) > 1:
+        raise TensorError(sources[1], f"give exactly one of data, file or generate, not {' and '.join(sources)}")
+    if not sources:
+        if data_required:
+            raise TensorError("data", "missing: give one of data, file or generate")
+        return None
+    source = sources[0]
+    try:
+        if source == "data":
+            array = _from_data(spec["data"], desc)
+        elif source == "file":
+            array = _from_file(spec["file"], desc, suite_file, root)
+        else:
+            array = generate(spec["generate"], desc.dtype, desc.shape)  # type: ignore[arg-type]
+    except TensorError:
+        raise
+    except (ValueError, OSError) as exc:
+        raise TensorError(source, str(exc)) from None
+    if array.shape != desc.shape:
+        raise TensorError(source, f"holds shape {list(array.shape)}, but shape says {list(desc.shape)}")
+    return array
+
+
+def _flatten(data: object, out: list[object]) -> None:
+    if isinstance(data, list):
+        for item in data:
+            _flatten(item, out)
+    else:
+        out.append(data)
+
+
+def _from_data(data: object, desc: TensorDesc) -> np.ndarray:
+    flat: list[object] = []
+    _flatten(data, flat)
+    expected = int(np.prod(desc.shape, dtype=np.int64))
+    if len(flat) != expected:
+        raise ValueError(f"has {len(flat)} elements, but shape {list(desc.shape)} needs {expected}")
+    return elements_to_array(flat, desc.dtype).reshape(desc.shape)
+
+
+def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path) -> np.ndarray:
+    if not isinstance(reference, str) or not reference:
+        raise ValueError(f"{reference!r} must be a path such as x.npy or x.npz:key")
+    name, _, key = reference.partition(":") if ".npz:" in reference else (reference, "", "")
+    path = (suite_file.parent / name).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise ValueError(f"{name!r} lies outside the suite tree {root}")
+    if not path.is_file():
+        raise ValueError(f"{name!r} does not exist")
+    if path.suffix == ".npz":
+        if not key:
+            raise ValueError(f"{name!r} is an .npz archive: name the array as {name}:KEY")
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                if key not in archive.files:
+                    raise ValueError(f"{name!r} has no array {key!r} (it has {', '.join(archive.files)})")
+                array = archive[key]
+        except (zipfile.BadZipFile, EOFError) as exc:
+            raise ValueError(f"{name!r} is not a readable .npz archive ({exc})") from None
+    elif path.suffix == ".npy":
+        array = np.load(path, allow_pickle=False)
+    else:
+        raise ValueError(f"{name!r} must be a .npy file or name.npz:key")
+    if array.dtype != desc.dtype.numpy:
+        raise ValueError(f"{reference!r} holds {array.dtype}, but dtype says {desc.dtype.name}")
+    return np.ascontiguousarray(array)

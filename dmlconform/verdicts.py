@@ -1,0 +1,43 @@
+"""Feature-level verdicts: a backend is conformant at L when every case required at or below L matched."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dmlconform.feature_levels import FeatureLevel
+from dmlconform.results import CaseResult, Status
+
+
+@dataclass(frozen=True)
+class LevelVerdict:
+    level: FeatureLevel
+    required: int
+    matched: int
+    claimed: bool  # at or below the level the run targets
+
+    @property
+    def failing(self) -> int:
+        return self.required - self.matched
+
+    @property
+    def conformant(self) -> bool:
+        return self.failing == 0
+
+
+def effective_status(result: CaseResult) -> Status:
+    """What the case came to, whether or not it was required at the run's level."""
+    return result.outcome if result.status is Status.NOT_REQUIRED and result.outcome else result.status
+
+
+def level_verdicts(results: list[CaseResult], target: FeatureLevel) -> list[LevelVerdict]:
+    verdicts = []
+    for level in FeatureLevel:
+        relevant = [r for r in results if r.required_level <= level]
+        matched = sum(1 for r in relevant if effective_status(r).matched or effective_status(r) is Status.EXPECTED_FAIL)
+        verdicts.append(LevelVerdict(level, len(relevant), matched, level <= target))
+    return verdicts
+
+
+def introduced_levels(results: list[CaseResult]) -> list[FeatureLevel]:
+    """The levels at which at least one case becomes required, in order."""
+    return sorted({r.required_level for r in results}, key=lambda level: level.value)
