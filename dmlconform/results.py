@@ -47,6 +47,8 @@ class CaseResult:
     status: Status
     required: bool = True
     matched: str | None = None
+    #: Every candidate the output matched (candidate cases only); several when candidates coincide.
+    matched_all: tuple[str, ...] = ()
     tolerance: Tolerance | None = None
     max_ulp: int | None = None
     max_abs_error: float | None = None

@@ -147,6 +147,7 @@ def _judge_answers(case: Case, outputs: Tensors, result: CaseResult) -> None:
     if passing:
         result.status = Status.PASS
         result.matched = chosen if is_candidate_case else None
+        result.matched_all = tuple(passing) if is_candidate_case else ()
         result.message = f"matched candidate '{chosen}'" if is_candidate_case else verdict.summary()
         if len(passing) > 1:
             result.message += f" (also matches {', '.join(passing[1:])})"

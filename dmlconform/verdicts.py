@@ -41,3 +41,23 @@ def level_verdicts(results: list[CaseResult], target: FeatureLevel) -> list[Leve
 def introduced_levels(results: list[CaseResult]) -> list[FeatureLevel]:
     """The levels at which at least one case becomes required, in order."""
     return sorted({r.required_level for r in results}, key=lambda level: level.value)
+
+
+def fingerprint(results: list[CaseResult]) -> dict[str, str]:
+    """Per undocumented behaviour, the candidate(s) consistent with every case that probes it."""
+    consistent: dict[str, set[str] | None] = {}
+    for r in results:
+        if not r.behaviour:
+            continue
+        matched = set(r.matched_all)
+        seen = consistent.get(r.behaviour)
+        consistent[r.behaviour] = matched if seen is None else seen & matched
+    verdicts = {}
+    for name, names in consistent.items():
+        if not names:
+            verdicts[name] = "none consistent with every case (see failures)"
+        elif len(names) == 1:
+            verdicts[name] = next(iter(names))
+        else:
+            verdicts[name] = "undecided: " + " or ".join(sorted(names))
+    return verdicts

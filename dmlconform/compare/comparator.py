@@ -51,7 +51,7 @@ class Judgement:
 def format_value(value: np.generic) -> str:
     if isinstance(value, np.floating):
         bits = np.array(value).view(f"u{value.dtype.itemsize}")
-        return f"{value!r}".removeprefix("np.") + f" (0x{int(bits):0{value.dtype.itemsize * 2}x})"
+        return f"{value} (0x{int(bits):0{value.dtype.itemsize * 2}x})"
     return str(int(value))
 
 
@@ -100,7 +100,8 @@ def _judge_floats(expected: np.ndarray, actual: np.ndarray, dtype: DataType, tol
             allowed = k * dtype.unit_roundoff * np.broadcast_to(accumulation.abs_sum, expected.shape) \
                 + ulp_of(expected)
         ok_finite = finite & (abs_error <= allowed)
-        score = np.where(finite, abs_error / np.where(allowed > 0, allowed, np.inf), np.inf)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            score = np.where(finite, abs_error / np.where(allowed > 0, allowed, np.inf), np.inf)
         allowed_text = allowed
     else:
         limit = 0 if tolerance.kind is RuleKind.EXACT else tolerance.ulps

@@ -9,7 +9,7 @@ from rich.text import Text
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.results import CaseResult
 from dmlconform.runner import RunResult, summary
-from dmlconform.verdicts import effective_status, introduced_levels, level_verdicts
+from dmlconform.verdicts import effective_status, fingerprint, introduced_levels, level_verdicts
 
 FAILURES_SHOWN = 25
 
@@ -77,19 +77,15 @@ def _verdict_lines(run: RunResult, levels: list[FeatureLevel], console: Console)
 
 
 def _fingerprint(results: list[CaseResult], console: Console) -> None:
-    behaviours: dict[str, set[str]] = {}
-    for r in results:
-        if r.behaviour:
-            behaviours.setdefault(r.behaviour, set()).add(r.matched or f"none ({effective_status(r).value})")
-    if not behaviours:
+    verdicts = fingerprint(results)
+    if not verdicts:
         return
     table = Table(title="behaviour fingerprint: which candidate each undocumented behaviour followed",
                   title_justify="left")
     table.add_column("behaviour")
     table.add_column("followed")
-    for name in sorted(behaviours):
-        seen = behaviours[name]
-        table.add_row(name, ", ".join(sorted(seen)) if len(seen) == 1 else "mixed: " + ", ".join(sorted(seen)))
+    for name in sorted(verdicts):
+        table.add_row(name, verdicts[name])
     console.print(table)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from dmlconform import __version__
 from dmlconform.results import CaseResult
 from dmlconform.runner import RunResult, summary
-from dmlconform.verdicts import level_verdicts
+from dmlconform.verdicts import fingerprint, level_verdicts
 
 FORMAT = "dmlconform-result/v1"
 
@@ -30,6 +30,7 @@ def case_json(result: CaseResult) -> dict[str, Any]:
         "status": result.status.value,
         "outcome": result.outcome.value if result.outcome else None,
         "matched": result.matched,
+        "matched_all": list(result.matched_all),
         "behaviour": result.behaviour,
         "tolerance": result.tolerance.to_json() if result.tolerance else None,
         "max_ulp": result.max_ulp,
@@ -63,6 +64,7 @@ def to_json(run: RunResult) -> dict[str, Any]:
                             "claimed": v.claimed}
             for v in level_verdicts(run.results, run.target_level)
         },
+        "behaviour_fingerprint": fingerprint(run.results),
         "cases": [case_json(r) for r in run.results],
     }
 

@@ -52,7 +52,7 @@ def generate(spec: Mapping[str, object], dtype: DataType, shape: tuple[int, ...]
     if dist == "ints":
         return _integers(spec, dtype, seed, count).reshape(shape)
     if dist == "ties":
-        values = spec.get("values", [-1, 0, 1])
+        values = spec.get("values", [-1, 0, 1] if dtype.is_signed else [0, 1, 2])
         if not isinstance(values, list) or not values:
             raise ValueError(f"generate.values: {values!r} must be a non-empty list")
         pool = elements_to_array(values, dtype)

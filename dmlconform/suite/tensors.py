@@ -95,6 +95,8 @@ def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path
     if path.suffix == ".npz":
         if not key:
             raise ValueError(f"{name!r} is an .npz archive: name the array as {name}:KEY")
+        if not zipfile.is_zipfile(path):
+            raise ValueError(f"{name!r} is not a readable .npz archive")
         try:
             with np.load(path, allow_pickle=False) as archive:
                 if key not in archive.files:
@@ -103,7 +105,11 @@ def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path
         except (zipfile.BadZipFile, EOFError) as exc:
             raise ValueError(f"{name!r} is not a readable .npz archive ({exc})") from None
     elif path.suffix == ".npy":
-        array = np.load(path, allow_pickle=False)
+        try:
+            array = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            reason = "it holds pickled objects, which are never loaded" if "pickle" in str(exc) else str(exc)
+            raise ValueError(f"{name!r} cannot be loaded: {reason}") from None
     else:
         raise ValueError(f"{name!r} must be a .npy file or name.npz:key")
     if array.dtype != desc.dtype.numpy:

@@ -1,0 +1,111 @@
+"""The command line end to end: exit codes, the report pointing at a wrong element, JSON and JUnit."""
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from dmlconform.cli import bundled_suites, main
+
+from tests.suite.test_loader import RELU, with_, write
+
+SEED = bundled_suites() / "seed" / "seed_examples.yaml"
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["run", *args], catch_exceptions=False)
+
+
+def test_bundled_suites_are_found_and_pass():
+    result = run()
+    assert result.exit_code == 0, result.output
+    assert "conformant at 5_1: yes" in result.output
+    assert "PASSED" in result.output
+
+
+def test_one_wrong_golden_element_fails_with_a_report_that_points_at_it(tmp_path):
+    document = yaml.safe_load(SEED.read_text())
+    case = next(c for c in document["cases"] if c["id"] == "max-pooling-grad-2x2")
+    case["outputs"]["OutputGradientTensor"]["data"] = [[[[0, 0, 0], [0, 3, 0], [0, 4, 6]]]]  # 5 -> 6
+    path = tmp_path / "wrong.yaml"
+    path.write_text(yaml.safe_dump(document))
+    result = run(str(path), "--json", str(tmp_path / "r.json"))
+    assert result.exit_code == 1, result.output
+    assert "FAIL seed/max-pooling-grad-2x2" in result.output
+    assert "worst at [0, 0, 2, 2]" in result.output
+    assert "conformant at 3_0: no" in result.output
+    data = json.loads((tmp_path / "r.json").read_text())
+    failing = [c for c in data["cases"] if c["status"] == "FAIL"]
+    assert [c["id"] for c in failing] == ["seed/max-pooling-grad-2x2"]
+    assert failing[0]["worst_index"] == [0, 0, 2, 2]
+    assert failing[0]["worst_elements"][0]["expected"].startswith("6.0")
+    assert data["summary"] == {"PASS": 5, "FAIL": 1}
+
+
+def test_json_result_has_every_contract_field(tmp_path):
+    result = run(str(SEED), "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"))
+    assert result.exit_code == 0
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["format"] == "dmlconform-result/v1"
+    for key in ("tool_version", "backend", "target_feature_level", "started", "duration_s", "summary",
+                "feature_levels", "cases"):
+        assert key in data
+    assert set(data["backend"]) >= {"name", "version", "device", "feature_level"}
+    assert data["feature_levels"]["5_1"] == {"required": 6, "matched": 6, "conformant": True, "claimed": True}
+    for case in data["cases"]:
+        assert set(case) >= {"id", "op", "dtype", "rank", "required_feature_level", "status", "matched", "tolerance",
+                             "max_ulp", "max_abs_error", "worst_index", "message", "duration_s"}
+    resample = next(c for c in data["cases"] if c["op"] == "RESAMPLE_GRAD1")
+    assert resample["matched"] == "literal" and resample["tolerance"]["rule"] == "bound"
+    junit = ET.parse(tmp_path / "r.xml").getroot()
+    assert len(junit.findall(".//testcase")) == 6 and not junit.findall(".//failure")
+
+
+def test_feature_level_override_makes_later_cases_not_required(tmp_path):
+    result = run(str(SEED), "--feature-level", "3_0", "--json", str(tmp_path / "r.json"))
+    assert result.exit_code == 0
+    data = json.loads((tmp_path / "r.json").read_text())
+    statuses = {c["id"]: (c["status"], c["required"]) for c in data["cases"]}
+    assert statuses["seed/clip-grad1-formula"] == ("PASS", False)
+    assert data["target_feature_level"] == "3_0"
+
+
+def test_not_required_failures_do_not_fail_the_run(tmp_path):
+    document = yaml.safe_load(SEED.read_text())
+    case = next(c for c in document["cases"] if c["id"] == "clip-grad1-formula")  # required from 5_0
+    case["outputs"]["OutputGradientTensor"]["data"] = [0, 0, 30, 41, 0, 0]
+    path = tmp_path / "wrong.yaml"
+    path.write_text(yaml.safe_dump(document))
+    assert run(str(path), "--feature-level", "4_1").exit_code == 0
+    result = run(str(path), "--feature-level", "5_0")
+    assert result.exit_code == 1 and "conformant at 5_0: no" in result.output
+
+
+def test_select_with_k():
+    result = CliRunner().invoke(main, ["list", str(SEED), "-k", "relu or slice"])
+    assert result.exit_code == 0 and "3 cases" in result.output
+
+
+def test_unusable_input_exits_2_with_one_line_and_no_traceback(tmp_path):
+    bad = write(tmp_path, [with_(RELU, "inputs.InputTensor.dtype", "FLOAT8")])
+    for args in ([str(bad)], [str(tmp_path / "missing.yaml")], ["-k", "a and"], ["--feature-level", "9_9"],
+                 ["--backend", "nope", str(SEED)]):
+        result = CliRunner(mix_stderr=False).invoke(main, ["run", *args]) if _has_mix() else \
+            CliRunner().invoke(main, ["run", *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output
+        lines = [line for line in (result.stderr if hasattr(result, "stderr") else result.output).splitlines()
+                 if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("dmlconform: error:"), lines
+
+
+def _has_mix() -> bool:
+    import inspect
+
+    return "mix_stderr" in inspect.signature(CliRunner).parameters
+
+
+def test_bundled_suites_path_points_at_the_vectors():
+    assert Path(bundled_suites(), "seed", "seed_examples.yaml").is_file()
