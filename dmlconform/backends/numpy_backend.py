@@ -14,6 +14,8 @@ from dmlconform.ops.base import DescriptionError
 
 class NumpyBackend:
     name = "numpy"
+    #: The reference holds no state between cases, and NumPy releases the GIL in its kernels.
+    thread_safe = True
 
     def __init__(self, variant: str | None = None) -> None:
         #: Which documented-silent behaviour to compute, where the operator has a variant of that name.

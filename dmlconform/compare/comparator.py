@@ -60,83 +60,79 @@ def judge(expected: np.ndarray, actual: np.ndarray, dtype: DataType, tolerance: 
     """Compare `actual` against `expected` (same dtype and shape, checked by the caller)."""
     if not dtype.is_float:
         tolerance = Tolerance.exact()
-    # Fast path: identical bits always match, whatever the rule.
-    if np.array_equal(expected.view(dtype.bits_dtype), actual.view(dtype.bits_dtype)):
+    if tolerance.kind is RuleKind.BOUND and accumulation is None:
+        raise ValueError("the bound rule needs the reference's accumulation data")
+    # Only elements whose bits differ can be off; identical bits match under every rule.
+    differs = np.flatnonzero(expected.view(dtype.bits_dtype) != actual.view(dtype.bits_dtype))
+    if differs.size == 0:
         return Judgement(True, tolerance, worst_index=None)
+    e, a = expected.ravel()[differs], actual.ravel()[differs]
     if not dtype.is_float:
-        return _judge_integers(expected, actual, tolerance)
-    return _judge_floats(expected, actual, dtype, tolerance, accumulation)
+        return _judge_integers(e, a, differs, expected.shape, tolerance)
+    return _judge_floats(e, a, differs, expected.shape, dtype, tolerance, accumulation)
 
 
-def _judge_integers(expected: np.ndarray, actual: np.ndarray, tolerance: Tolerance) -> Judgement:
-    bad = expected != actual
-    # Python ints keep 64-bit differences exact; only the mismatching elements are converted.
-    flat_bad = np.flatnonzero(bad)
-    errors = [abs(int(a) - int(e)) for e, a in zip(expected.ravel()[flat_bad], actual.ravel()[flat_bad],
-                                                   strict=True)]
+def _judge_integers(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[int, ...],
+                    tolerance: Tolerance) -> Judgement:
+    # Python ints keep 64-bit differences exact.
+    errors = [abs(int(x) - int(y)) for x, y in zip(e.tolist(), a.tolist(), strict=True)]
     order = np.argsort(errors, kind="stable")[::-1]
-    worst = [_element(expected, actual, int(flat_bad[i]), errors[i], "0") for i in order[:WORST_SHOWN]]
-    top = int(flat_bad[order[0]])
-    return Judgement(False, tolerance, int(bad.sum()), max(errors), float(max(errors)),
-                     _unravel(top, expected.shape), worst)
+    worst = [_element(e, a, where, shape, int(i), errors[i], "0") for i in order[:WORST_SHOWN]]
+    return Judgement(False, tolerance, len(errors), max(errors), float(max(errors)),
+                     _unravel(int(where[order[0]]), shape), worst)
 
 
-def _judge_floats(expected: np.ndarray, actual: np.ndarray, dtype: DataType, tolerance: Tolerance,
-                  accumulation: Accumulation | None) -> Judgement:
-    e_nan, a_nan = np.isnan(expected), np.isnan(actual)
-    finite = np.isfinite(expected) & np.isfinite(actual)
-    # Non-finite pairs: NaN matches any NaN, an infinity only the same infinity.
-    special_ok = (e_nan & a_nan) | (~e_nan & ~a_nan & ~finite & (expected == actual))
-    ulps = np.zeros(expected.shape, dtype=np.uint64)
-    ulps[finite] = ulp_distance(expected[finite], actual[finite])
+def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[int, ...], dtype: DataType,
+                  tolerance: Tolerance, accumulation: Accumulation | None) -> Judgement:
+    e_nan, a_nan = np.isnan(e), np.isnan(a)
+    finite = np.isfinite(e) & np.isfinite(a)
+    # Non-finite pairs: NaN matches any NaN, an infinity only the same infinity (bits differ, so never).
+    special_ok = e_nan & a_nan
+    ulps = np.zeros(e.shape, dtype=np.uint64)
+    ulps[finite] = ulp_distance(e[finite], a[finite])
     with np.errstate(invalid="ignore", over="ignore"):
-        abs_error = np.where(finite, np.abs(expected.astype(np.float64) - actual.astype(np.float64)), np.inf)
+        abs_error = np.where(finite, np.abs(e.astype(np.float64) - a.astype(np.float64)), np.inf)
 
+    allowed: np.ndarray | None = None
     if tolerance.kind is RuleKind.BOUND:
-        if accumulation is None:
-            raise ValueError("the bound rule needs the reference's accumulation data")
-        k = accumulation.count.astype(np.float64) if tolerance.k is None else tolerance.k
+        assert accumulation is not None
+        count = np.broadcast_to(accumulation.count, shape).ravel()[where].astype(np.float64)
+        abs_sum = np.broadcast_to(accumulation.abs_sum, shape).ravel()[where]
+        k = count if tolerance.k is None else tolerance.k
         with np.errstate(invalid="ignore", over="ignore"):
-            allowed = k * dtype.unit_roundoff * np.broadcast_to(accumulation.abs_sum, expected.shape) \
-                + ulp_of(expected)
+            allowed = k * dtype.unit_roundoff * abs_sum + ulp_of(e)
         ok_finite = finite & (abs_error <= allowed)
         with np.errstate(invalid="ignore", divide="ignore"):
             score = np.where(finite, abs_error / np.where(allowed > 0, allowed, np.inf), np.inf)
-        allowed_text = allowed
     else:
         limit = 0 if tolerance.kind is RuleKind.EXACT else tolerance.ulps
         ok_finite = finite & (ulps <= np.uint64(limit))
         score = np.where(finite, ulps.astype(np.float64), np.inf)
-        allowed_text = None
-    ok = special_ok | ok_finite
-    bad = ~ok
+    bad = ~(special_ok | ok_finite)
     mismatches = int(bad.sum())
-    max_ulp = int(ulps.max()) if ulps.size else 0
+    max_ulp: int | None = int(ulps.max())
     finite_errors = abs_error[finite]
     max_abs = float(finite_errors.max()) if finite_errors.size else 0.0
     if mismatches == 0:
-        return Judgement(True, tolerance, 0, max_ulp, max_abs, _unravel(int(np.argmax(score)), expected.shape))
+        return Judgement(True, tolerance, 0, max_ulp, max_abs, _unravel(int(where[np.argmax(score)]), shape))
     if (bad & ~finite).any():
         max_ulp = None  # a NaN or infinity mismatch has no ULP distance
     score = np.where(bad, score, -1.0)
-    order = np.argsort(score.ravel(), kind="stable")[::-1][:min(WORST_SHOWN, mismatches)]
+    order = np.argsort(score, kind="stable")[::-1][:min(WORST_SHOWN, mismatches)]
     worst = []
-    for flat in order.tolist():
-        index = np.unravel_index(flat, expected.shape)
-        ulp = int(ulps[index]) if finite[index] else None
-        if allowed_text is None:
+    for i in order.tolist():
+        if allowed is None:
             limit_text = "0 ULP" if tolerance.kind is RuleKind.EXACT else f"{tolerance.ulps} ULP"
         else:
-            limit_text = f"|err| <= {float(allowed_text[index]):.6g}"
-        worst.append(_element(expected, actual, flat, ulp, limit_text))
-    return Judgement(False, tolerance, mismatches, max_ulp, max_abs, _unravel(int(order[0]), expected.shape),
-                     worst)
+            limit_text = f"|err| <= {float(allowed[i]):.6g}"
+        worst.append(_element(e, a, where, shape, i, int(ulps[i]) if finite[i] else None, limit_text))
+    return Judgement(False, tolerance, mismatches, max_ulp, max_abs, _unravel(int(where[order[0]]), shape), worst)
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
 
 
-def _element(expected: np.ndarray, actual: np.ndarray, flat: int, ulp: int | None, allowed: str) -> Element:
-    return Element(_unravel(flat, expected.shape), format_value(expected.ravel()[flat]),
-                   format_value(actual.ravel()[flat]), ulp, allowed)
+def _element(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[int, ...], i: int, ulp: int | None,
+             allowed: str) -> Element:
+    return Element(_unravel(int(where[i]), shape), format_value(e[i]), format_value(a[i]), ulp, allowed)

@@ -1,0 +1,385 @@
+"""The `native` backend: runs each case in an out-of-process harness (docs/native-harness.md).
+
+The harness is a child process speaking the frame protocol of dmlconform.harness.protocol on its
+stdin/stdout. Whatever it does, every case gets exactly one outcome: a hang becomes TIMEOUT, a dead
+process or a device removal becomes CRASH, an unreadable reply becomes ERROR, and the harness is
+restarted before the next case whenever its stream can no longer be trusted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+
+from dmlconform import __version__
+from dmlconform.backends import register
+from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome, OutcomeKind
+from dmlconform.case import Case
+from dmlconform.harness import protocol
+from dmlconform.harness.protocol import Frame, Hello, ProtocolError, StreamEnded
+
+#: Seconds a harness may take to start and answer the handshake (device creation can be slow).
+MIN_HANDSHAKE_S = 10.0
+#: After this many restarts in a row that fail, the remaining cases fail fast instead of retrying.
+MAX_FAILED_STARTS = 3
+STDERR_LINES = 40
+_PYTHON_NAMES = ("python", "python3", "python.exe", "python3.exe")
+
+
+class HarnessStartError(RuntimeError):
+    """The harness could not be started or did not complete the handshake; the message is one line."""
+
+
+class _Timeout(Exception):
+    def __init__(self, received: int) -> None:
+        super().__init__(received)
+        self.received = received
+
+
+class _WriteFailed(Exception):
+    pass
+
+
+def harness_argv(command: str) -> list[str]:
+    """Split --harness into an argument list (never a shell); a leading `python` means this interpreter.
+
+    That keeps `--harness "python -m dmlconform.harness ..."` working inside a virtual environment
+    whose python is not first on PATH.
+    """
+    argv = shlex.split(command, posix=os.name != "nt")
+    if os.name == "nt":  # non-POSIX shlex keeps quotes so backslashes in paths survive; drop the quotes
+        argv = [a[1:-1] if len(a) >= 2 and a[0] == a[-1] == '"' else a for a in argv]
+    if not argv:
+        raise HarnessStartError("--harness is empty: give the harness command line, e.g. "
+                                "--harness \"python -m dmlconform.harness --backend numpy\"")
+    if argv[0].lower() in _PYTHON_NAMES:
+        argv[0] = sys.executable
+    return argv
+
+
+class HarnessProcess:
+    """One running harness: the child, a reader and a writer thread per pipe, and a stderr tail.
+
+    Blocking pipe I/O lives on threads (select() does not work on Windows pipes); the caller waits on
+    a queue with a deadline, so a harness that stops reading or writing can never block the runner.
+    """
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        try:
+            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, bufsize=0)
+        except OSError as exc:
+            raise HarnessStartError(f"cannot start harness {shlex.join(argv)}: {exc.strerror or exc}") from None
+        self._inbound: queue.Queue[bytes | BaseException] = queue.Queue()
+        self._outbound: queue.Queue[bytes | None] = queue.Queue()
+        self._buffer = bytearray()
+        self._stdout_closed = False
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_LINES)
+        self._stderr_done = threading.Event()
+        for target in (self._read_stdout, self._write_stdin, self._read_stderr):
+            threading.Thread(target=target, daemon=True, name=f"harness-{target.__name__}").start()
+
+    # -- threads -----------------------------------------------------------------------------------
+    def _read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except OSError:
+                chunk = b""
+            self._inbound.put(chunk)
+            if not chunk:
+                return
+
+    def _write_stdin(self) -> None:
+        assert self.process.stdin is not None
+        fd = self.process.stdin.fileno()
+        while (data := self._outbound.get()) is not None:
+            view = memoryview(data)
+            try:
+                while view:
+                    view = view[os.write(fd, view):]
+            except OSError as exc:  # broken pipe: the harness exited or closed its stdin
+                self._inbound.put(_WriteFailed(str(exc)))
+                return
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()  # end of stream tells the harness to exit
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        # Draining stderr all the time keeps a chatty harness from blocking on a full pipe.
+        try:
+            for raw in iter(self.process.stderr.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip()
+                if line:
+                    self.stderr_tail.append(line)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._stderr_done.set()
+
+    # -- I/O ---------------------------------------------------------------------------------------
+    def send(self, data: bytes) -> None:
+        self._outbound.put(data)
+
+    def read_frame(self, deadline: float) -> Frame:
+        """Read one frame before the deadline; raises _Timeout, StreamEnded, _WriteFailed or ProtocolError."""
+        received = 0
+
+        def read(count: int) -> bytes:
+            nonlocal received
+            while not self._buffer:
+                if self._stdout_closed:
+                    return b""
+                remaining = deadline - time.monotonic()
+                try:
+                    item = self._inbound.get(timeout=max(remaining, 0.0)) if remaining > 0 else \
+                        self._inbound.get_nowait()
+                except queue.Empty:
+                    raise _Timeout(received) from None
+                if isinstance(item, BaseException):
+                    raise item
+                if not item:
+                    self._stdout_closed = True
+                    return b""
+                self._buffer += item
+            chunk = bytes(self._buffer[:count])
+            del self._buffer[:count]
+            received += len(chunk)
+            return chunk
+
+        return protocol.read_frame(read)
+
+    # -- life cycle --------------------------------------------------------------------------------
+    def exit_code(self, wait_s: float) -> int | None:
+        try:
+            return self.process.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+        self.exit_code(5.0)
+        self._outbound.put(None)
+
+    def stop(self, grace_s: float = 2.0) -> None:
+        """Ask politely (bye, then end of stdin), then kill."""
+        if self.process.poll() is None:
+            self.send(protocol.encode_bye())
+            self._outbound.put(None)
+            if self.exit_code(grace_s) is None:
+                self.kill()
+        self._outbound.put(None)
+
+    def stderr_text(self, lines: int = 5) -> str:
+        # The child may have exited a moment ago; give the drain thread a chance to catch its last words.
+        if self.process.poll() is not None:
+            self._stderr_done.wait(0.5)
+        tail = list(self.stderr_tail)[-lines:]
+        return " | ".join(tail)
+
+    def death(self) -> str:
+        """How the process ended, in words: exit code or signal, plus the last stderr lines."""
+        code = self.exit_code(2.0)
+        text = "it is still running but closed its stdout" if code is None else describe_exit(code)
+        tail = self.stderr_text()
+        return f"{text}; last stderr: {tail}" if tail else f"{text}; no stderr output"
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name} ({-code})"
+    if code > 0xFFFF:  # Windows NTSTATUS codes such as 0xC0000005 (access violation) read better in hex
+        return f"exit code 0x{code:08X}"
+    return f"exit code {code}"
+
+
+class NativeBackend:
+    name = "native"
+
+    def __init__(self, command: str, timeout_s: float, client: str = f"dmlconform {__version__}") -> None:
+        self.command = command
+        self.argv = harness_argv(command)
+        self.timeout_s = timeout_s
+        self.client = client
+        self.restarts = 0
+        self._failed_starts = 0
+        self._process: HarnessProcess | None = None
+        self.hello = self._start()  # raises HarnessStartError: the run cannot begin without a harness
+
+    # -- harness life cycle ------------------------------------------------------------------------
+    def _start(self) -> Hello:
+        process = HarnessProcess(self.argv)
+        deadline = time.monotonic() + max(self.timeout_s, MIN_HANDSHAKE_S)
+        process.send(protocol.encode_hello_request(self.client))
+        try:
+            hello = protocol.decode_hello(process.read_frame(deadline))
+        except _Timeout:
+            process.kill()
+            raise HarnessStartError(f"harness {self.command!r} did not answer the handshake within "
+                                    f"{max(self.timeout_s, MIN_HANDSHAKE_S):g} s; last stderr: "
+                                    f"{process.stderr_text() or '(none)'}") from None
+        except (StreamEnded, _WriteFailed):
+            process.kill()
+            raise HarnessStartError(f"harness {self.command!r} ended before the handshake: "
+                                    f"{process.death()}") from None
+        except ProtocolError as exc:
+            process.kill()
+            tail = process.stderr_text()
+            raise HarnessStartError(f"harness {self.command!r} handshake failed: {exc}"
+                                    + (f"; last stderr: {tail}" if tail else "")) from None
+        self._process = process
+        return hello
+
+    def _running(self) -> HarnessProcess:
+        if self._process is None:
+            if self._failed_starts >= MAX_FAILED_STARTS:
+                raise HarnessStartError(f"the harness failed to restart {self._failed_starts} times in a row; "
+                                        "not trying again")
+            try:
+                hello = self._start()
+            except HarnessStartError:
+                self._failed_starts += 1
+                raise
+            self._failed_starts = 0
+            self.restarts += 1
+            if hello.feature_level != self.hello.feature_level or hello.adapter != self.hello.adapter:
+                print(f"dmlconform: warning: restarted harness reports {hello.adapter} at "
+                      f"{hello.feature_level}, first start reported {self.hello.adapter} at "
+                      f"{self.hello.feature_level}", file=sys.stderr)
+        assert self._process is not None
+        return self._process
+
+    def _discard(self, kill: bool = True) -> None:
+        if self._process is not None:
+            if kill:
+                self._process.kill()
+            self._process = None
+
+    # -- Backend protocol --------------------------------------------------------------------------
+    def info(self) -> BackendInfo:
+        hello = self.hello
+        version = " ".join(part for part in (hello.name, hello.version) if part)
+        extra = {"harness": self.command, "protocol": str(hello.protocol), "driver_version": hello.driver_version,
+                 "api": hello.api, **hello.extra}
+        if hello.operators is not None:
+            extra["operators"] = "; ".join(f"{op}: {', '.join(sorted(d.name for d in dtypes))}"
+                                           for op, dtypes in sorted(hello.operators.items()))
+        source = hello.feature_level_source or "claimed by the harness in its handshake"
+        return BackendInfo(self.name, version, hello.adapter, hello.feature_level, source,
+                           {k: v for k, v in extra.items() if v})
+
+    def run(self, case: Case) -> Outcome:
+        declined = self._declined(case)
+        if declined:
+            return Outcome.not_supported(declined)
+        try:
+            request = protocol.encode_run_request(case.full_id, case.description, case.inputs)
+        except (ValueError, KeyError, TypeError) as exc:
+            return Outcome.error(f"cannot encode the case for the harness: {exc}")
+        try:
+            process = self._running()
+        except HarnessStartError as exc:
+            return Outcome.error(f"harness unavailable: {exc}")
+        return self._exchange(process, case, request)
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
+
+    # -- one case ----------------------------------------------------------------------------------
+    def _declined(self, case: Case) -> str:
+        """Valid cases the handshake says the harness cannot run are not sent; invalid ones always are."""
+        operators = self.hello.operators
+        if operators is None or case.expect_invalid:
+            return ""
+        dtypes = operators.get(case.op.name)
+        if dtypes is None:
+            return f"the harness does not declare {case.op.name} in its handshake"
+        if case.dtype not in dtypes:
+            return f"the harness declares {case.op.name} without {case.dtype.name} in its handshake"
+        return ""
+
+    def _exchange(self, process: HarnessProcess, case: Case, request: bytes) -> Outcome:
+        deadline = time.monotonic() + self.timeout_s
+        process.send(request)
+        try:
+            frame = process.read_frame(deadline)
+            reply = protocol.decode_result(frame, case.full_id, {name: case.description.tensors[name]
+                                                                 for name in case.op.outputs})
+        except _Timeout as exc:
+            self._discard()
+            partial = f" ({exc.received} bytes of a reply had arrived)" if exc.received else ""
+            return Outcome(OutcomeKind.TIMEOUT, message=f"no reply within {self.timeout_s:g} s{partial}; "
+                           "harness killed and restarted")
+        except (StreamEnded, _WriteFailed) as exc:
+            return self._ended(process, exc)
+        except ProtocolError as exc:
+            if exc.fatal:
+                self._discard()
+            restarted = "; harness restarted" if exc.fatal else ""
+            return Outcome.error(f"malformed reply from the harness: {exc}{restarted}")
+        if reply.status == "device_removed":
+            # The device is gone and the harness exits after saying so; the next case gets a fresh one.
+            if process.exit_code(2.0) is None:
+                process.kill()
+            self._discard(kill=False)
+        return self._outcome(reply)
+
+    def _ended(self, process: HarnessProcess, exc: Exception) -> Outcome:
+        code = process.exit_code(2.0)
+        where = ""
+        if isinstance(exc, StreamEnded) and not exc.at_boundary:
+            where = f" mid-reply ({exc})"
+        elif isinstance(exc, _WriteFailed):
+            where = f" while receiving the request ({exc})"
+        death = process.death()
+        self._discard()
+        if code is None:
+            # Alive but silent on a closed stdout: the stream is broken, not the process.
+            return Outcome.error(f"harness closed its stdout{where}; {death}; harness restarted")
+        return Outcome(OutcomeKind.CRASH, message=f"harness died{where}: {death}")
+
+    def _outcome(self, reply: protocol.Reply) -> Outcome:
+        if reply.status == "ok":
+            return Outcome.ran(reply.outputs)
+        if reply.status == "refused":
+            return Outcome.refused(reply.message or "refused (no message)")
+        if reply.status == "unsupported":
+            return Outcome.not_supported(reply.message or "the harness does not support this case")
+        if reply.status == "device_removed":
+            hresult = reply.header.get("hresult")
+            code = f" ({hresult})" if isinstance(hresult, str) and hresult else ""
+            return Outcome(OutcomeKind.CRASH, message=f"device removed{code}: {reply.message or 'no reason given'}")
+        return Outcome.error(f"harness error: {reply.message or '(no message)'}")
+
+
+@register("native")
+def create(options: BackendOptions) -> NativeBackend:
+    if not options.harness:
+        raise RuntimeError("the native backend needs --harness \"CMD ARGS\" (for example "
+                           "--harness \"python -m dmlconform.harness --backend numpy\")")
+    try:
+        return NativeBackend(options.harness, options.timeout_s)
+    except HarnessStartError as exc:
+        raise RuntimeError(str(exc)) from None
+    except ValueError as exc:  # shlex: unbalanced quotes
+        raise RuntimeError(f"--harness {options.harness!r}: {exc}") from None
+

@@ -1,0 +1,132 @@
+"""Shared pieces of the ONNX graph builders: naming, constants, the model stamp and the select helper.
+
+Every graph is stamped with IR version 10 and opset 21 explicitly: onnx 1.23's defaults (IR 14,
+opset 28) are rejected by ONNX Runtime, and onnxruntime-directml 1.24 accepts IR <= 10, opset <= 21.
+Only standard ONNX operators are used (the stock wheels have no training gradient ops).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
+
+from dmlconform.dtypes import DataType
+
+IR_VERSION = 10
+OPSET = 21
+OUTPUT = "OutputGradientTensor"
+
+#: Integer types that ORT's CPU kernel for Where lacks (measured: notes/onnxruntime.md §2.1). For these the
+#: select is a multiply by the 0/1 mask, which is exact for integers. Floats never take the multiply: it would
+#: turn 0·NaN and 0·Inf into NaN where a select gives 0.
+WHERE_MISSING = frozenset({DataType.INT16, DataType.UINT16, DataType.UINT64})
+
+
+class GraphUnsupported(Exception):
+    """The case is valid, but the standard-ONNX realisation cannot express it; the message says why."""
+
+
+def onnx_type(dtype: DataType) -> int:
+    return int(helper.np_dtype_to_tensor_dtype(dtype.numpy))
+
+
+@dataclass
+class Graph:
+    """A built model plus how the case's tensors map onto it."""
+
+    model: ModelProto
+    #: Graph input names; each is the DML input tensor's name.
+    inputs: list[str]
+    #: Graph output name of OutputGradientTensor.
+    output: str
+    #: One line naming the realisation, for reports and docs.
+    recipe: str
+    #: Optional data check run before each run; returns a reason the data cannot be expressed, or None.
+    check_inputs: Callable[[dict[str, np.ndarray]], str | None] | None = None
+
+
+@dataclass
+class GraphBuilder:
+    """Accumulates nodes and constants and hands out unique value names."""
+
+    name: str
+    nodes: list[NodeProto] = field(default_factory=list)
+    initializers: list[TensorProto] = field(default_factory=list)
+    inputs: list[ValueInfoProto] = field(default_factory=list)
+    _count: int = 0
+
+    def fresh(self, hint: str) -> str:
+        self._count += 1
+        return f"{hint}_{self._count}"
+
+    def input(self, name: str, dtype: DataType, shape: Sequence[int]) -> str:
+        self.inputs.append(helper.make_tensor_value_info(name, onnx_type(dtype), list(shape)))
+        return name
+
+    def const(self, value: np.ndarray | int | float, dtype: np.dtype | type | None = None, hint: str = "c") -> str:
+        array = np.asarray(value) if dtype is None else np.asarray(value).astype(dtype)
+        name = self.fresh(hint)
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        return name
+
+    def ints(self, values: Sequence[int], hint: str = "i") -> str:
+        return self.const(np.asarray(list(values), dtype=np.int64), hint=hint)
+
+    def zero(self, dtype: DataType) -> str:
+        return self.const(np.zeros((), dtype=dtype.numpy), hint="zero")
+
+    def op(self, op_type: str, inputs: Sequence[str], hint: str | None = None, **attrs: Any) -> str:
+        return self.op_multi(op_type, inputs, 1, hint, **attrs)[0]
+
+    def op_multi(self, op_type: str, inputs: Sequence[str], outputs: int, hint: str | None = None,
+                 **attrs: Any) -> list[str]:
+        names = [self.fresh(hint or op_type.lower()) for _ in range(outputs)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), names, **attrs))
+        return names
+
+    def cast(self, value: str, to: DataType | int) -> str:
+        target = onnx_type(to) if isinstance(to, DataType) else to
+        return self.op("Cast", [value], "cast", to=target)
+
+    def finish(self, output: str, dtype: DataType, shape: Sequence[int], recipe: str,
+               check_inputs: Callable[[dict[str, np.ndarray]], str | None] | None = None) -> Graph:
+        """The model (IR 10, opset 21) whose single output is `output`, named OutputGradientTensor."""
+        self.nodes.append(helper.make_node("Identity", [output], [OUTPUT]))
+        graph = helper.make_graph(self.nodes, self.name, self.inputs,
+                                  [helper.make_tensor_value_info(OUTPUT, onnx_type(dtype), list(shape))],
+                                  initializer=self.initializers)
+        model = helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)],
+                                  producer_name="dmlconform")
+        return Graph(model, [i.name for i in self.inputs], OUTPUT, recipe, check_inputs)
+
+
+def select(b: GraphBuilder, keep: str, value: str, dtype: DataType) -> str:
+    """keep ? value : 0, as a select (Where); as value · mask only for integer types Where lacks."""
+    if dtype in WHERE_MISSING:
+        if dtype.is_float:  # pragma: no cover - the set holds integers only; a float must never take this path
+            raise AssertionError("a float select must not become a multiply")
+        return b.op("Mul", [value, b.cast(keep, dtype)], "masked")
+    return b.op("Where", [keep, value, b.zero(dtype)], "selected")
+
+
+def flat(b: GraphBuilder, value: str) -> str:
+    return b.op("Reshape", [value, b.ints([-1])], "flat")
+
+
+def scatter_into_zeros(b: GraphBuilder, size: int, indices: str, updates: str, dtype: DataType,
+                       reduction: str = "none") -> str:
+    """A [size] tensor of zeros of `dtype` with `updates` written (or added) at flat `indices`."""
+    zeros = b.op("ConstantOfShape", [b.ints([size])], "zeros",
+                 value=numpy_helper.from_array(np.zeros(1, dtype=dtype.numpy)))
+    return b.op("ScatterElements", [zeros, indices, updates], "scattered", axis=0, reduction=reduction)
+
+
+def iota(b: GraphBuilder, shape: Sequence[int]) -> str:
+    """int64 tensor of `shape` holding each element's flat row-major index (ORT folds it at load)."""
+    count = int(np.prod(shape))
+    ramp = b.op("Range", [b.const(np.int64(0)), b.const(np.int64(count)), b.const(np.int64(1))], "ramp")
+    return b.op("Reshape", [ramp, b.ints(shape)], "iota")

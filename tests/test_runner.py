@@ -1,0 +1,125 @@
+"""The runner turns whatever a backend does into exactly one result per case."""
+
+import numpy as np
+import pytest
+
+from dmlconform.backends.base import BackendInfo, Outcome
+from dmlconform.backends.numpy_backend import NumpyBackend
+from dmlconform.case import Case
+from dmlconform.cli import bundled_suites
+from dmlconform.feature_levels import FeatureLevel
+from dmlconform.results import Status
+from dmlconform.runner import run_cases
+from dmlconform.suite.loader import load_paths
+
+from tests.suite.test_loader import RELU, with_, write
+
+
+class Scripted:
+    """A backend whose behaviour per case id is given by a function."""
+
+    name = "scripted"
+
+    def __init__(self, behaviour):
+        self.behaviour = behaviour
+
+    def info(self) -> BackendInfo:
+        return BackendInfo("scripted", "1", "test", FeatureLevel.L6_4)
+
+    def run(self, case: Case) -> Outcome:
+        return self.behaviour(case)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def seed_cases():
+    return load_paths([bundled_suites() / "seed"])
+
+
+def reference_outputs(case: Case) -> dict:
+    return case.op.reference(case.description, case.inputs).outputs
+
+
+def statuses(run):
+    return {r.id.split("/")[1]: r.status for r in run.results}
+
+
+def test_a_raising_backend_costs_one_case_and_the_rest_still_run(seed_cases):
+    def behaviour(case):
+        if case.id == "relu-grad-formula":
+            raise RuntimeError("device lost")
+        return Outcome.ran(reference_outputs(case))
+
+    run = run_cases(seed_cases, Scripted(behaviour))
+    assert len(run.results) == len(seed_cases)
+    got = statuses(run)
+    assert got.pop("relu-grad-formula") is Status.ERROR
+    assert set(got.values()) == {Status.PASS}
+    assert "device lost" in next(r.message for r in run.results if r.status is Status.ERROR)
+
+
+@pytest.mark.parametrize("garbage,expected", [
+    (lambda out: {}, "returned no such output"),
+    (lambda out: {"OutputGradientTensor": out.astype(np.float64)}, "data type float64"),
+    (lambda out: {"OutputGradientTensor": out.reshape(-1)}, "shape"),
+    (lambda out: {"OutputGradientTensor": out.tolist()}, "not an array"),
+])
+def test_garbage_outputs_are_errors_with_a_message(seed_cases, garbage, expected):
+    case = next(c for c in seed_cases if c.id == "relu-grad-formula")
+    run = run_cases([case], Scripted(lambda c: Outcome.ran(garbage(reference_outputs(c)["OutputGradientTensor"]))))
+    [result] = run.results
+    assert result.status is Status.ERROR and expected in result.message
+
+
+def test_wrong_values_fail_and_not_supported_counts_against_the_level(seed_cases):
+    def behaviour(case):
+        if case.op.name == "SLICE_GRAD":
+            return Outcome.not_supported("no slices today")
+        out = reference_outputs(case)
+        out["OutputGradientTensor"] = out["OutputGradientTensor"] + np.float32(1)
+        return Outcome.ran(out)
+
+    run = run_cases(seed_cases, Scripted(behaviour))
+    got = statuses(run)
+    assert got["slice-grad-2d"] is Status.NOT_SUPPORTED
+    assert got["relu-grad-formula"] is Status.FAIL and got["resample-grad1-nearest"] is Status.FAIL
+    assert not run.passed
+
+
+def test_negative_cases_must_be_refused(tmp_path):
+    invalid = with_(RELU, "expect", "invalid")
+    invalid["inputs"]["InputTensor"]["dtype"] = "FLOAT16"
+    [case] = load_paths([write(tmp_path, [invalid])])
+    assert run_cases([case], NumpyBackend()).results[0].status is Status.INVALID_OK
+    accepted = run_cases([case], Scripted(lambda c: Outcome.ran({}))).results[0]
+    assert accepted.status is Status.FAIL and "accepted an invalid description" in accepted.message
+    assert "InputTensor.DataType" in accepted.message
+
+
+def test_refusing_a_valid_case_fails(seed_cases):
+    run = run_cases(seed_cases[:1], Scripted(lambda c: Outcome.refused("no")))
+    assert run.results[0].status is Status.FAIL and "refused a valid description" in run.results[0].message
+
+
+def test_candidates_record_which_one_matched(tmp_path):
+    case = {"id": "nan", "op": "ACTIVATION_RELU_GRAD", "behaviour": "relu-nan",
+            "inputs": {"InputTensor": {"dtype": "FLOAT32", "shape": [2], "data": ["nan", 1]},
+                       "InputGradientTensor": {"dtype": "FLOAT32", "shape": [2], "data": [5, 6]}},
+            "candidates": {"nan-zero": {"OutputGradientTensor": {"dtype": "FLOAT32", "shape": [2], "data": [0, 6]}},
+                           "nan-passes": {"OutputGradientTensor": {"dtype": "FLOAT32", "shape": [2],
+                                                                   "data": [5, 6]}}}}
+    [loaded] = load_paths([write(tmp_path, [case])])
+    for variant in ("nan-zero", "nan-passes"):
+        [result] = run_cases([loaded], NumpyBackend(variant)).results
+        assert result.status is Status.PASS and result.matched == variant and result.matched_all == (variant,)
+    [result] = run_cases([loaded], Scripted(lambda c: Outcome.ran(
+        {"OutputGradientTensor": np.array([1, 6], dtype=np.float32)}))).results
+    assert result.status is Status.FAIL and "matched none of nan-passes, nan-zero" in result.message
+
+
+def test_parallel_jobs_give_the_same_results_in_order(seed_cases):
+    serial = run_cases(seed_cases, NumpyBackend())
+    parallel = run_cases(seed_cases, NumpyBackend(), jobs=4)
+    assert [(r.id, r.status) for r in serial.results] == [(r.id, r.status) for r in parallel.results]
