@@ -8,7 +8,6 @@ import yaml
 from click.testing import CliRunner
 
 from dmlconform.cli import bundled_suites, main
-
 from tests.suite.test_loader import RELU, with_, write
 
 SEED = bundled_suites() / "seed" / "seed_examples.yaml"

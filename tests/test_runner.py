@@ -11,7 +11,6 @@ from dmlconform.feature_levels import FeatureLevel
 from dmlconform.results import Status
 from dmlconform.runner import run_cases
 from dmlconform.suite.loader import load_paths
-
 from tests.suite.test_loader import RELU, with_, write
 
 

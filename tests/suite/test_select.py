@@ -2,7 +2,6 @@ import pytest
 
 from dmlconform.suite.loader import load_paths
 from dmlconform.suite.select import SelectError, select
-
 from tests.suite.test_loader import RELU, with_, write
 
 
