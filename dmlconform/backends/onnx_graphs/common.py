@@ -70,7 +70,7 @@ class GraphBuilder:
     def const(self, value: np.ndarray | int | float, dtype: np.dtype | type | None = None, hint: str = "c") -> str:
         array = np.asarray(value) if dtype is None else np.asarray(value).astype(dtype)
         name = self.fresh(hint)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        self.initializers.append(numpy_helper.from_array(array.copy(order="C"), name))
         return name
 
     def ints(self, values: Sequence[int], hint: str = "i") -> str:
@@ -104,6 +104,11 @@ class GraphBuilder:
         return Graph(model, [i.name for i in self.inputs], OUTPUT, recipe, check_inputs)
 
 
+def tensor_value(array: np.ndarray) -> TensorProto:
+    """A tensor attribute value (ConstantOfShape's `value`)."""
+    return numpy_helper.from_array(array)
+
+
 def select(b: GraphBuilder, keep: str, value: str, dtype: DataType) -> str:
     """keep ? value : 0, as a select (Where); as value · mask only for integer types Where lacks."""
     if dtype in WHERE_MISSING:
@@ -121,7 +126,7 @@ def scatter_into_zeros(b: GraphBuilder, size: int, indices: str, updates: str, d
                        reduction: str = "none") -> str:
     """A [size] tensor of zeros of `dtype` with `updates` written (or added) at flat `indices`."""
     zeros = b.op("ConstantOfShape", [b.ints([size])], "zeros",
-                 value=numpy_helper.from_array(np.zeros(1, dtype=dtype.numpy)))
+                 value=tensor_value(np.zeros(1, dtype=dtype.numpy)))
     return b.op("ScatterElements", [zeros, indices, updates], "scattered", axis=0, reduction=reduction)
 
 

@@ -1,0 +1,82 @@
+"""RESAMPLE_GRAD1 as standard ONNX: per resampled axis, Transpose(axis -> last) -> MatMul(W) -> Transpose back.
+
+Resampling is separable, so dX = dY x_a W_a^T over every axis a, where W_a[o, i] is the weight with which
+forward input i feeds forward output o. The weight matrices are NOT computed by ONNX Runtime: they come
+from the reference's `resample_grad1.axis_weights` (DML's coordinate formula in float32), so this graph
+checks the reference's summation, not its coordinate rule. The tests cross-check the matrices against
+ORT's own Resize on an identity matrix wherever Resize can express the mode (half-pixel and asymmetric
+offsets, nearest floor/ceil and linear).
+
+Sums run in float32 for FLOAT16 and FLOAT32 (dY cast once, W kept in float32, one rounding back) and in
+float64 for FLOAT64. A dense product would turn 0 * Inf into NaN, so a dY holding NaN or Inf takes the
+"sparse" path instead: per axis, Gather the dY rows with a non-zero weight for each dX element (a padded
+table from the same W), Mul by the weights, Where(real entry, product, 0) and ReduceSum, so only real
+contributions can carry a NaN or Inf.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dmlconform.backends.onnx_graphs.common import Graph, GraphBuilder, GraphUnsupported
+from dmlconform.dtypes import DataType
+from dmlconform.ops.base import Description
+from dmlconform.ops.resample_grad1 import RESAMPLE_GRAD1
+
+ACCUMULATE = {DataType.FLOAT16: DataType.FLOAT32, DataType.FLOAT32: DataType.FLOAT32,
+              DataType.FLOAT64: DataType.FLOAT64}
+
+
+def path_for(inputs: dict[str, np.ndarray]) -> str:
+    """`dense` (MatMul) for finite dY, `sparse` (Gather, Where, ReduceSum) where dY holds NaN or Inf."""
+    return "dense" if np.isfinite(inputs["InputGradientTensor"]).all() else "sparse"
+
+
+def sparse_table(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per dX index i: the dY indices o with W[o, i] != 0, their weights and a mask, padded to one length."""
+    columns = [np.flatnonzero(w[:, i]) for i in range(w.shape[1])]
+    width = max(1, *(len(c) for c in columns))
+    index = np.zeros((w.shape[1], width), dtype=np.int64)
+    weight = np.zeros((w.shape[1], width), dtype=np.float64)
+    real = np.zeros((w.shape[1], width), dtype=bool)
+    for i, rows in enumerate(columns):
+        index[i, : len(rows)], weight[i, : len(rows)], real[i, : len(rows)] = rows, w[rows, i], True
+    return index, weight, real
+
+
+def build(desc: Description, variant: str | None = None, path: str = "dense") -> Graph:
+    dtype = desc.output.dtype
+    if dtype not in ACCUMULATE:
+        raise GraphUnsupported(f"the MatMul graph is float-only ({dtype.name})")
+    acc = ACCUMULATE[dtype]
+    dx_shape = desc.output.shape
+    dy_shape = desc.tensors["InputGradientTensor"].shape
+    rank = len(dx_shape)
+    weights = RESAMPLE_GRAD1.weights(desc, variant)
+
+    b = GraphBuilder("resample_grad1")
+    dy = b.input("InputGradientTensor", dtype, dy_shape)
+    value = dy if acc is dtype else b.cast(dy, acc)
+    used = 0
+    for axis, w in enumerate(weights):
+        if w.shape[0] == w.shape[1] and np.array_equal(w, np.eye(w.shape[0])):
+            continue  # an identity axis: nothing to sum
+        used += 1
+        perm = [a for a in range(rank) if a != axis] + [axis]
+        inverse = [int(i) for i in np.argsort(perm)]
+        moved = b.op("Transpose", [value], "moved", perm=perm) if axis != rank - 1 else value
+        if path == "dense":
+            summed = b.op("MatMul", [moved, b.const(w, acc.numpy, hint=f"w{axis}")], "summed")
+        else:
+            index, weight, real = sparse_table(w)
+            taken = b.op("Gather", [moved, b.const(index)], "taken", axis=rank - 1)
+            terms = b.op("Mul", [taken, b.const(weight, acc.numpy, hint=f"w{axis}")], "terms")
+            terms = b.op("Where", [b.const(real), terms, b.zero(acc)], "real_terms")
+            summed = b.op("ReduceSum", [terms, b.ints([-1])], "summed", keepdims=0)
+        value = b.op("Transpose", [summed], "back", perm=inverse) if axis != rank - 1 else summed
+    if acc is not dtype:
+        value = b.cast(value, dtype)
+    out = b.op("Identity", [value], "dx")
+    cast = "" if acc is dtype else f" in {acc.name}"
+    step = "MatMul(axis_weights)" if path == "dense" else "Gather -> Mul -> Where -> ReduceSum"
+    return b.finish(out, dtype, dx_shape, f"{used} x (Transpose -> {step}{cast})")

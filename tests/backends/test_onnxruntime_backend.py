@@ -1,0 +1,412 @@
+"""The onnxruntime backend: provider selection, every operator's graph in every DML data type, failure paths."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from click.testing import CliRunner
+from onnx import helper
+
+from dmlconform.backends import create_backend
+from dmlconform.backends import onnx_graphs as graphs
+from dmlconform.backends import onnxruntime_backend as orb
+from dmlconform.backends.base import BackendOptions, OutcomeKind
+from dmlconform.backends.onnx_graphs.common import GraphBuilder
+from dmlconform.case import Case
+from dmlconform.cli import main
+from dmlconform.dtypes import DataType
+from dmlconform.feature_levels import HIGHEST, FeatureLevel
+from dmlconform.ops import OPERATORS
+from dmlconform.ops.base import Description, Operator, TensorDesc
+from dmlconform.ops.resample_grad1 import axis_weights
+from dmlconform.results import Status
+from dmlconform.runner import run_case
+
+DML, CUDA, CPU = "DmlExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+def make_case(op_name: str, params: dict[str, Any], inputs: dict[str, np.ndarray], out_shape: tuple[int, ...],
+              case_id: str = "c") -> Case:
+    op: Operator = OPERATORS[op_name]
+    dtype = DataType.from_numpy(next(iter(inputs.values())).dtype)
+    tensors = {name: TensorDesc(dtype, tuple(array.shape)) for name, array in inputs.items()}
+    tensors[op.outputs[0]] = TensorDesc(dtype, tuple(out_shape))
+    desc = Description(op, op.parse_params(params, dtype), tensors)
+    case = Case("t", case_id, Path("t.yaml"), desc, inputs)
+    case.expected = op.reference(desc, inputs).outputs
+    return case
+
+
+def random_data(rng: np.random.Generator, dtype: DataType, shape: tuple[int, ...], special: bool = True
+                ) -> np.ndarray:
+    if dtype.is_float:
+        data = rng.integers(-8, 9, size=shape).astype(np.float64) / 4 + rng.normal(size=shape) * 0.01
+        data = data.astype(dtype.numpy)
+        if special and data.size > 4:
+            flat = data.reshape(-1)
+            flat[:4] = np.array([0.0, -0.0, np.inf, -np.inf], dtype=dtype.numpy)
+            rng.shuffle(flat)
+        return data
+    info = np.iinfo(dtype.numpy)
+    return rng.integers(info.min, info.max, size=shape, dtype=dtype.numpy, endpoint=True)
+
+
+@pytest.fixture(scope="module")
+def backend() -> orb.OnnxRuntimeBackend:
+    return orb.OnnxRuntimeBackend(ort, orb.choose_provider("cpu", ort.get_available_providers()))
+
+
+def check(backend: orb.OnnxRuntimeBackend, case: Case) -> None:
+    result = run_case(case, backend, HIGHEST)
+    assert result.status is Status.PASS, f"{case.op.name} {case.dtype.name} {case.rank}-D: {result.message}"
+
+
+def dtypes_of(op_name: str) -> list[DataType]:
+    return sorted(OPERATORS[op_name].support.all_dtypes, key=lambda d: d.value)
+
+
+# -- provider selection (pure) -------------------------------------------------------------------------
+@pytest.mark.parametrize(("available", "expected"), [
+    ([DML, CUDA, CPU], DML), ([CUDA, CPU], CUDA), ([CPU], CPU), (["AzureExecutionProvider", CPU], CPU)])
+def test_auto_prefers_dml_then_cuda_then_cpu(available: list[str], expected: str) -> None:
+    assert orb.choose_provider("auto", available).provider == expected
+
+
+@pytest.mark.parametrize("ep", ["dml", "cuda"])
+def test_asking_for_an_absent_provider_is_a_usage_error(ep: str) -> None:
+    with pytest.raises(RuntimeError, match=f"--ep {ep}: .* is not available") as info:
+        orb.choose_provider(ep, [CPU])
+    assert "\n" not in str(info.value)
+
+
+def test_no_provider_at_all_is_a_usage_error() -> None:
+    with pytest.raises(RuntimeError, match="no usable execution provider"):
+        orb.choose_provider("auto", [])
+
+
+@pytest.mark.parametrize(("ep", "available"), [("dml", [DML, CPU]), ("cuda", [CUDA, CPU]), ("auto", [DML, CPU])])
+def test_gpu_providers_never_fall_back_to_the_cpu(ep: str, available: list[str]) -> None:
+    choice = orb.choose_provider(ep, available)
+    assert choice.gpu
+    assert choice.providers == [choice.provider]  # CPUExecutionProvider is not listed
+    assert choice.config == {"session.disable_cpu_ep_fallback": "1"}
+    options = orb.session_options(ort, choice)  # the SessionOptions really passed to InferenceSession
+    assert options.get_session_config_entry("session.disable_cpu_ep_fallback") == "1"
+
+
+def test_cpu_provider_keeps_default_fallback() -> None:
+    choice = orb.choose_provider("cpu", [CPU])
+    assert not choice.gpu and choice.providers == [CPU] and choice.config == {}
+
+
+def test_factory_uses_the_available_provider_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ort, "get_available_providers", lambda: [DML, CPU])
+    backend = create_backend("onnxruntime", BackendOptions(ep="auto"))
+    assert backend.choice.provider == DML  # type: ignore[attr-defined]
+    info = backend.info()
+    assert info.extra["provider"] == DML and info.extra["cpu_fallback"] == "disabled"
+    assert info.extra["directml"] == "1.15.4"  # onnxruntime >= 1.21 ships DirectML 1.15.4
+    assert info.feature_level is FeatureLevel.L6_4 and "DirectML 1.15.4" in info.feature_level_source
+    monkeypatch.setattr(ort, "get_available_providers", lambda: [CPU])
+    with pytest.raises(RuntimeError, match="DmlExecutionProvider is not available"):
+        create_backend("onnxruntime", BackendOptions(ep="dml"))
+
+
+def test_cli_reports_a_missing_provider_with_exit_2() -> None:
+    seed = Path(__file__).parents[2] / "test_vectors" / "seed"
+    result = CliRunner().invoke(main, ["run", "--backend", "onnxruntime", "--ep", "cuda", str(seed)])
+    assert result.exit_code == 2
+    assert "CUDAExecutionProvider is not available" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_cpu_info_names_version_provider_and_level(backend: orb.OnnxRuntimeBackend) -> None:
+    info = backend.info()
+    assert info.version == f"onnxruntime {ort.__version__}"
+    assert CPU in info.device and info.extra["provider"] == CPU
+    assert info.feature_level is HIGHEST and "every required case" in info.feature_level_source
+
+
+# -- feature levels ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("dml", "level"), [
+    ("1.15.4", FeatureLevel.L6_4), ("1.15.1", FeatureLevel.L6_4), ("1.15.0", FeatureLevel.L6_3),
+    ("1.13.1", FeatureLevel.L6_2), ("1.14.1", FeatureLevel.L6_2), ("1.9.0", FeatureLevel.L5_1),
+    ("1.4.2", FeatureLevel.L3_0), ("2.0.0", None)])
+def test_directml_version_to_feature_level(dml: str, level: FeatureLevel | None) -> None:
+    assert orb.directml_level(dml) is level
+
+
+@pytest.mark.parametrize(("ort_version", "dml"), [
+    ("1.24.4", "1.15.4"), ("1.21.0", "1.15.4"), ("1.20.1", "1.15.2"), ("1.19.2", "1.15.1"), ("1.18.0", "1.14.1"),
+    ("1.17.3", None)])
+def test_directml_shipped_by_onnxruntime(ort_version: str, dml: str | None) -> None:
+    assert orb.directml_for_ort(ort_version)[0] == dml
+
+
+def test_unknown_directml_claims_the_graphs_highest_level() -> None:
+    dml = orb.choose_provider("dml", [DML])
+    level, source = orb.claimed_level(dml, "1.17.3")
+    assert level is orb.implemented_level() is HIGHEST and "unknown" in source
+    level, source = orb.claimed_level(dml, "1.18.0")
+    assert level is FeatureLevel.L6_2 and "1.14.1" in source
+    level, source = orb.claimed_level(dml, "1.18.0", dll_version="1.15.4")
+    assert level is FeatureLevel.L6_4 and "DirectML.dll" in source
+
+
+def test_graphs_are_stamped_ir10_opset21() -> None:
+    case = make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": np.ones(3, np.float32),
+                                                 "InputGradientTensor": np.ones(3, np.float32)}, (3,))
+    model = graphs.build_graph(case.description).model
+    assert model.ir_version == 10
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", 21)]
+    assert {node.domain for node in model.graph.node} == {""}  # standard operators only
+
+
+def test_importing_the_module_does_not_import_onnxruntime() -> None:
+    code = ("import sys, dmlconform.backends.onnxruntime_backend; "
+            "print('onnxruntime' in sys.modules, 'onnx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+# -- every operator, every DML data type, several ranks ---------------------------------------------------
+@pytest.mark.parametrize("dtype", dtypes_of("ACTIVATION_RELU_GRAD"), ids=lambda d: d.name)
+@pytest.mark.parametrize("rank", [1, 3, 8])
+def test_relu_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, rank: int) -> None:
+    rng = np.random.default_rng(rank)
+    shape = (3, 2, 1, 2, 1, 1, 2, 1)[:rank] if rank > 1 else (9,)
+    x, dy = random_data(rng, dtype, shape), random_data(rng, dtype, shape)
+    if dtype.is_float:
+        x.reshape(-1)[0], dy.reshape(-1)[1] = np.nan, np.nan
+    check(backend, make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": x, "InputGradientTensor": dy}, shape))
+
+
+@pytest.mark.parametrize("dtype", dtypes_of("ELEMENT_WISE_CLIP_GRAD1"), ids=lambda d: d.name)
+@pytest.mark.parametrize("rank", [1, 4, 8])
+def test_clip_grad1(backend: orb.OnnxRuntimeBackend, dtype: DataType, rank: int) -> None:
+    rng = np.random.default_rng(rank)
+    shape = (2, 3, 1, 2, 1, 2, 1, 1)[:rank] if rank > 1 else (12,)
+    x, dy = random_data(rng, dtype, shape), random_data(rng, dtype, shape)
+    if dtype.is_float:
+        low, high = -1.0, 1.25
+        x.reshape(-1)[:3] = [low, high, np.nan]
+    else:  # bounds inside the type's range, with X hitting both exactly
+        info = np.iinfo(dtype.numpy)
+        low, high = int(info.min // 3 * 2) if info.min else 3, int(info.max // 3)
+        x.reshape(-1)[:2] = [low, high]
+    case = make_case("ELEMENT_WISE_CLIP_GRAD1", {"Min": low, "Max": high},
+                     {"InputTensor": x, "InputGradientTensor": dy}, shape)
+    check(backend, case)
+
+
+SLICE_GEOMETRIES = [  # (dX shape, offsets, sizes, strides)
+    ((7,), (1,), (6,), (-2,)),
+    ((4, 5), (0, 1), (4, 4), (2, -1)),
+    ((2, 3, 4, 5), (0, 1, 0, 2), (2, 2, 4, 3), (1, -1, 3, 2)),
+    ((2, 1, 3, 2, 2, 1, 3, 2), (1, 0, 0, 0, 1, 0, 0, 0), (1, 1, 3, 2, 1, 1, 3, 2), (1, 1, -2, 1, 1, 1, 2, -1)),
+]
+
+
+@pytest.mark.parametrize("dtype", dtypes_of("SLICE_GRAD"), ids=lambda d: d.name)
+@pytest.mark.parametrize("geometry", SLICE_GEOMETRIES, ids=lambda g: f"{len(g[0])}d")
+def test_slice_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, geometry: tuple) -> None:
+    shape, offsets, sizes, strides = geometry
+    dy_shape = tuple(1 + (size - 1) // abs(stride) for size, stride in zip(sizes, strides, strict=True))
+    if len(shape) == 2:
+        dy_shape = (dy_shape[0], dy_shape[1] - 1)  # dY may be shorter than the window allows
+    dy = random_data(np.random.default_rng(len(shape)), dtype, dy_shape)
+    params = {"InputWindowOffsets": list(offsets), "InputWindowSizes": list(sizes),
+              "InputWindowStrides": list(strides)}
+    check(backend, make_case("SLICE_GRAD", params, {"InputGradientTensor": dy}, shape))
+
+
+POOL_GEOMETRIES = [  # (X shape, window, strides, start pad, end pad, dilations)
+    ((1, 1, 3, 3), (2, 2), (1, 1), (0, 0), (0, 0), (1, 1)),
+    ((2, 3, 5, 4), (3, 2), (2, 1), (1, 1), (1, 0), (1, 2)),
+    ((1, 2, 4, 3, 5), (2, 2, 3), (1, 2, 2), (1, 0, 2), (0, 1, 2), (1, 1, 1)),
+    ((1, 2, 6, 5, 4), (3, 3, 2), (2, 2, 1), (2, 2, 2), (2, 1, 2), (2, 2, 2)),  # pads >= window: explicit padding
+    ((1, 1, 4, 4), (2, 2), (1, 1), (3, 0), (0, 0), (1, 1)),  # a window of padding only
+]
+
+
+@pytest.mark.parametrize("dtype", dtypes_of("MAX_POOLING_GRAD"), ids=lambda d: d.name)
+@pytest.mark.parametrize("geometry", POOL_GEOMETRIES, ids=lambda g: f"{len(g[0])}d-{g[1]}-{g[3]}")
+@pytest.mark.parametrize("ties", [False, True])
+def test_max_pooling_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, geometry: tuple, ties: bool) -> None:
+    shape, window, strides, start, end, dilations = geometry
+    rng = np.random.default_rng(len(shape))
+    x = (rng.integers(0, 3, size=shape).astype(dtype.numpy) if ties
+         else random_data(rng, dtype, shape))  # ties: the lowest flat index must win
+    out = tuple((n + a + e - ((k - 1) * d + 1)) // s + 1
+                for n, k, s, a, e, d in zip(shape[2:], window, strides, start, end, dilations, strict=True))
+    dy = random_data(rng, dtype, shape[:2] + out, special=False)
+    params = {"Strides": list(strides), "WindowSize": list(window), "StartPadding": list(start),
+              "EndPadding": list(end), "Dilations": list(dilations)}
+    check(backend, make_case("MAX_POOLING_GRAD", params, {"InputTensor": x, "InputGradientTensor": dy}, shape))
+
+
+def test_max_pooling_grad_native_nan_rule_is_the_reference_default(backend: orb.OnnxRuntimeBackend) -> None:
+    x = np.array([np.nan, np.nan, 1, np.nan, 2, 0], np.float32).reshape(1, 1, 1, 6)
+    dy = np.arange(1, 6, dtype=np.float32).reshape(1, 1, 1, 5)
+    params = {"Strides": [1, 1], "WindowSize": [1, 2], "StartPadding": [0, 0], "EndPadding": [0, 0],
+              "Dilations": [1, 1]}
+    check(backend, make_case("MAX_POOLING_GRAD", params, {"InputTensor": x, "InputGradientTensor": dy}, x.shape))
+
+
+RESAMPLE_GEOMETRIES = [  # (dX shape, dY shape, scales, input offsets, output offsets)
+    ((5,), (9,), (1.8,), (0.5,), (-0.5,)),
+    ((4, 6), (8, 3), (2.0, 0.5), (0.0, 0.5), (0.0, -0.5)),
+    ((2, 3, 4), (2, 7, 3), (1.0, 2.5, 0.75), (0.0, 0.5, 0.25), (0.0, -0.5, 0.1)),
+    ((1, 2, 3, 4), (1, 2, 6, 10), (1.0, 1.0, 2.0, 2.5), (0.0, 0.0, 0.5, 0.5), (0.0, 0.0, -0.5, -0.5)),
+]
+
+
+@pytest.mark.parametrize("dtype", dtypes_of("RESAMPLE_GRAD1"), ids=lambda d: d.name)
+@pytest.mark.parametrize("geometry", RESAMPLE_GEOMETRIES, ids=lambda g: f"{len(g[0])}d")
+@pytest.mark.parametrize(("mode", "rounding"), [("NEAREST_NEIGHBOR", "DECREASING"), ("NEAREST_NEIGHBOR", "INCREASING"),
+                                                ("LINEAR", "DECREASING")])
+def test_resample_grad1(backend: orb.OnnxRuntimeBackend, dtype: DataType, geometry: tuple, mode: str,
+                        rounding: str) -> None:
+    dx_shape, dy_shape, scales, ipo, opo = geometry
+    dy = random_data(np.random.default_rng(len(dx_shape)), dtype, dy_shape, special=False)
+    params = {"InterpolationMode": mode, "RoundingDirection": rounding, "Scales": list(scales),
+              "InputPixelOffsets": list(ipo), "OutputPixelOffsets": list(opo)}
+    check(backend, make_case("RESAMPLE_GRAD1", params, {"InputGradientTensor": dy}, dx_shape))
+
+
+@pytest.mark.parametrize(("n_in", "scale"), [(5, 2.0), (6, 0.5), (4, 1.5), (7, 3.0)])
+@pytest.mark.parametrize(("offsets", "transform"), [((0.5, -0.5), "half_pixel"), ((0.0, 0.0), "asymmetric")])
+@pytest.mark.parametrize(("mode", "rounding", "onnx_mode", "nearest"), [
+    ("NEAREST_NEIGHBOR", "DECREASING", "nearest", "floor"), ("NEAREST_NEIGHBOR", "INCREASING", "nearest", "ceil"),
+    ("LINEAR", "DECREASING", "linear", "floor")])
+def test_axis_weights_agree_with_ort_resize(n_in: int, scale: float, offsets: tuple[float, float], transform: str,
+                                            mode: str, rounding: str, onnx_mode: str, nearest: str) -> None:
+    """The resample graph's weight matrices come from the reference; ORT's Resize on an identity checks them."""
+    n_out = int(np.floor(n_in * scale))
+    node = helper.make_node("Resize", ["X", "", "S"], ["Y"], mode=onnx_mode, nearest_mode=nearest,
+                            coordinate_transformation_mode=transform)
+    graph = helper.make_graph([node], "resize", [helper.make_tensor_value_info("X", 1, [1, 1, n_in, n_in])],
+                              [helper.make_tensor_value_info("Y", 1, None)],
+                              initializer=[helper.make_tensor("S", 1, [4], [1, 1, 1, scale])])
+    model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=[CPU])
+    resized = session.run(None, {"X": np.eye(n_in, dtype=np.float32)[None, None]})[0][0, 0]  # [i, o] = W[o, i]
+    weights = axis_weights(n_in, n_out, scale, offsets[0], offsets[1], mode, rounding)
+    np.testing.assert_allclose(resized.T, weights, atol=1e-6)
+
+
+# -- refusal, NOT_SUPPORTED, errors, a wrong graph, the cache ----------------------------------------------
+def test_invalid_case_is_refused_before_any_graph(backend: orb.OnnxRuntimeBackend) -> None:
+    case = make_case("SLICE_GRAD", {"InputWindowOffsets": [0], "InputWindowSizes": [4], "InputWindowStrides": [1]},
+                     {"InputGradientTensor": np.ones(4, np.float32)}, (4,))
+    case.description = Description(case.op, {**case.description.params, "InputWindowStrides": (0,)},
+                                   case.description.tensors)
+    case.expect_invalid, case.expected = True, None
+    fresh = orb.OnnxRuntimeBackend(ort, backend.choice)
+    outcome = fresh.run(case)
+    assert outcome.kind is OutcomeKind.REFUSED and "InputWindowStrides[0]" in outcome.message
+    assert fresh.sessions_created == 0
+    assert run_case(case, fresh, HIGHEST).status is Status.INVALID_OK
+
+
+@pytest.mark.parametrize("dtype", dtypes_of("RESAMPLE_GRAD1"), ids=lambda d: d.name)
+def test_non_finite_resample_gradient_takes_the_sparse_path(backend: orb.OnnxRuntimeBackend, dtype: DataType
+                                                             ) -> None:
+    """A dense MatMul would spread 0 * Inf; the Gather/Where/ReduceSum path keeps NaN and Inf where they belong."""
+    dy = np.array([[1, np.inf, 2, 3], [np.nan, 1, 2, -np.inf]], dtype.numpy)
+    params = {"InterpolationMode": "LINEAR", "RoundingDirection": "DECREASING", "Scales": [1.0, 2.0],
+              "InputPixelOffsets": [0.0, 0.5], "OutputPixelOffsets": [0.0, -0.5]}
+    case = make_case("RESAMPLE_GRAD1", params, {"InputGradientTensor": dy}, (2, 2))
+    assert graphs.data_path(case.description, case.inputs) == "sparse"
+    check(backend, case)
+    assert np.isfinite(backend.run(case).outputs["OutputGradientTensor"]).sum() == 0  # every dX element is hit
+
+
+def test_sparse_and_dense_resample_paths_agree_on_finite_data(backend: orb.OnnxRuntimeBackend) -> None:
+    dy = np.random.default_rng(3).normal(size=(3, 7, 5)).astype(np.float32)
+    params = {"InterpolationMode": "LINEAR", "RoundingDirection": "DECREASING", "Scales": [1.0, 1.75, 0.5],
+              "InputPixelOffsets": [0.0, 0.5, 0.5], "OutputPixelOffsets": [0.0, -0.5, -0.5]}
+    case = make_case("RESAMPLE_GRAD1", params, {"InputGradientTensor": dy}, (3, 4, 9))
+    results = []
+    for path in ("dense", "sparse"):
+        graph = graphs.build_graph(case.description, None, path)
+        session = ort.InferenceSession(graph.model.SerializeToString(), providers=[CPU])
+        results.append(session.run(None, {"InputGradientTensor": dy})[0])
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6, atol=1e-6)
+
+
+def test_nan_with_pads_past_the_window_is_not_supported(backend: orb.OnnxRuntimeBackend) -> None:
+    x = np.array([[[[np.nan, 1, 2, 3]]]], np.float32)
+    params = {"Strides": [1, 1], "WindowSize": [1, 2], "StartPadding": [0, 2], "EndPadding": [0, 0],
+              "Dilations": [1, 1]}
+    case = make_case("MAX_POOLING_GRAD", params, {"InputTensor": x, "InputGradientTensor": np.ones((1, 1, 1, 5),
+                                                                                                   np.float32)}, x.shape)
+    result = run_case(case, backend, HIGHEST)
+    assert result.status is Status.NOT_SUPPORTED and "pad" in result.message
+
+
+def _failing_session(kind: str, message: str) -> Callable[..., Any]:
+    error = type(kind, (Exception,), {})
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        raise error(message)
+    return create
+
+
+@pytest.mark.parametrize(("kind", "message", "status"), [
+    ("NotImplemented", "Could not find an implementation for MaxPool(12) node with name ''", Status.NOT_SUPPORTED),
+    ("Fail", "This session contains graph nodes that are assigned to the default CPU EP, but fallback to CPU EP "
+             "has been explicitly disabled by the user.", Status.NOT_SUPPORTED),
+    ("RuntimeException", "device removed", Status.ERROR)])
+def test_provider_failures_are_mapped(kind: str, message: str, status: Status) -> None:
+    fake = type("FakeOrt", (), {"InferenceSession": staticmethod(_failing_session(kind, message)),
+                                "SessionOptions": ort.SessionOptions, "__version__": ort.__version__})
+    gpu = orb.OnnxRuntimeBackend(fake, orb.choose_provider("dml", [DML]))  # type: ignore[arg-type]
+    case = make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": np.ones(2, np.float32),
+                                                 "InputGradientTensor": np.ones(2, np.float32)}, (2,))
+    result = run_case(case, gpu, HIGHEST)
+    assert result.status is status
+    assert "\n" not in result.message and (kind in result.message)
+
+
+def test_a_wrong_graph_result_is_caught(monkeypatch: pytest.MonkeyPatch, backend: orb.OnnxRuntimeBackend) -> None:
+    """ReluGrad built with GreaterOrEqual passes dY at X = 0: the comparison must fail it."""
+    def wrong(desc: Description) -> graphs.Graph:
+        dtype, shape = desc.output.dtype, desc.output.shape
+        b = GraphBuilder("wrong")
+        x, dy = b.input("InputTensor", dtype, shape), b.input("InputGradientTensor", dtype, shape)
+        keep = b.op("GreaterOrEqual", [x, b.zero(dtype)])
+        return b.finish(b.op("Where", [keep, dy, b.zero(dtype)]), dtype, shape, "wrong on purpose")
+
+    monkeypatch.setitem(graphs.BUILDERS, "ACTIVATION_RELU_GRAD", wrong)
+    fresh = orb.OnnxRuntimeBackend(ort, backend.choice)
+    case = make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": np.array([-1, 0, 2], np.float32),
+                                                 "InputGradientTensor": np.array([5, 6, 7], np.float32)}, (3,))
+    result = run_case(case, fresh, HIGHEST)
+    assert result.status is Status.FAIL and result.worst_index == (1,)
+
+
+def test_sessions_are_cached_by_graph_signature(backend: orb.OnnxRuntimeBackend) -> None:
+    fresh = orb.OnnxRuntimeBackend(ort, backend.choice)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x, dy = rng.normal(size=(2, 3)).astype(np.float32), rng.normal(size=(2, 3)).astype(np.float32)
+        check(fresh, make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": x, "InputGradientTensor": dy}, (2, 3)))
+    assert fresh.sessions_created == 1
+    check(fresh, make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": x[:1], "InputGradientTensor": dy[:1]},
+                           (1, 3)))
+    assert fresh.sessions_created == 2
+
+
+def test_bundled_seed_suite_passes() -> None:
+    seed = Path(__file__).parents[2] / "test_vectors" / "seed"
+    result = CliRunner().invoke(main, ["run", "--backend", "onnxruntime", "--ep", "cpu", str(seed)])
+    assert result.exit_code == 0, result.output
