@@ -11,9 +11,10 @@ from rich.table import Table
 
 from dmlconform import __version__
 from dmlconform.backends import backend_names, create_backend
-from dmlconform.backends.base import BackendOptions
+from dmlconform.backends.base import Backend, BackendOptions
 from dmlconform.case import Case
 from dmlconform.feature_levels import FeatureLevel
+from dmlconform.runner import RunResult, run_cases
 from dmlconform.suite import SuiteError
 from dmlconform.suite.loader import load_paths
 from dmlconform.suite.select import SelectError, select
@@ -93,7 +94,6 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
     from dmlconform.report.console import render
     from dmlconform.report.json_report import write_json
     from dmlconform.report.junit import write_junit
-    from dmlconform.runner import run_cases
 
     level = _level(level_text)
     cases = _load(paths, expression)
@@ -103,11 +103,12 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
     except (KeyError, ValueError, RuntimeError, ImportError, OSError) as exc:
         _fail(f"--backend {backend_name}: {exc.args[0] if exc.args else exc}")
         return
+    console = _console()
     try:
-        result = run_cases(cases, backend, level, jobs)
+        result = _run_with_progress(cases, backend, level, jobs, console)
     finally:
         backend.close()
-    render(result, _console(), failures_shown)
+    render(result, console, failures_shown)
     for path, writer in ((json_path, write_json), (junit_path, write_junit)):
         if path is not None:
             try:
@@ -115,6 +116,19 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
             except OSError as exc:
                 _fail(f"cannot write {path}: {exc}")
     sys.exit(EXIT_OK if result.passed else EXIT_FAILED)
+
+
+def _run_with_progress(cases: list[Case], backend: Backend, level: FeatureLevel | None, jobs: int,
+                       console: Console) -> RunResult:
+    """A progress bar on a terminal only; CI logs get the report alone."""
+    if not console.is_terminal:
+        return run_cases(cases, backend, level, jobs)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(f"{backend.name}", total=len(cases))
+        return run_cases(cases, backend, level, jobs, progress=lambda result: progress.advance(task))
 
 
 @main.command("list")

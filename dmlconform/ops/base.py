@@ -7,7 +7,7 @@ run before any data is touched; a broken rule raises DescriptionError naming the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -241,28 +241,24 @@ class Operator:
 
 
 # -- rules shared by several operators -------------------------------------------------------------
-def same_dtype(desc: Description, names: Sequence[str]) -> None:
-    first = desc.tensors[names[0]]
+def _same(desc: Description, names: Sequence[str], field: str, read: Callable[[TensorDesc], object]) -> None:
+    first = read(desc.tensors[names[0]])
     for name in names[1:]:
-        if desc.tensors[name].dtype is not first.dtype:
-            raise DescriptionError(f"{name}.DataType", f"{desc.tensors[name].dtype.name} differs from "
-                                   f"{names[0]}.DataType {first.dtype.name}")
+        value = read(desc.tensors[name])
+        if value != first:
+            raise DescriptionError(f"{name}.{field}", f"{value} differs from {names[0]}.{field} {first}")
+
+
+def same_dtype(desc: Description, names: Sequence[str]) -> None:
+    _same(desc, names, "DataType", lambda t: t.dtype.name)
 
 
 def same_rank(desc: Description, names: Sequence[str]) -> None:
-    first = desc.tensors[names[0]]
-    for name in names[1:]:
-        if desc.tensors[name].rank != first.rank:
-            raise DescriptionError(f"{name}.DimensionCount", f"{desc.tensors[name].rank} differs from "
-                                   f"{names[0]}.DimensionCount {first.rank}")
+    _same(desc, names, "DimensionCount", lambda t: t.rank)
 
 
 def same_sizes(desc: Description, names: Sequence[str]) -> None:
-    first = desc.tensors[names[0]]
-    for name in names[1:]:
-        if desc.tensors[name].shape != first.shape:
-            raise DescriptionError(f"{name}.Sizes", f"{list(desc.tensors[name].shape)} differs from "
-                                   f"{names[0]}.Sizes {list(first.shape)}")
+    _same(desc, names, "Sizes", lambda t: list(t.shape))
 
 
 def check_min_max_dtype(desc: Description) -> None:
