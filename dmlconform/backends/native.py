@@ -31,6 +31,7 @@ MIN_HANDSHAKE_S = 10.0
 #: After this many restarts in a row that fail, the remaining cases fail fast instead of retrying.
 MAX_FAILED_STARTS = 3
 STDERR_LINES = 40
+MAX_STDERR_LINE = 2000
 _PYTHON_NAMES = ("python", "python3", "python.exe", "python3.exe")
 
 
@@ -117,16 +118,26 @@ class HarnessProcess:
 
     def _read_stderr(self) -> None:
         assert self.process.stderr is not None
-        # Draining stderr all the time keeps a chatty harness from blocking on a full pipe.
+        # Draining stderr all the time keeps a chatty harness from blocking on a full pipe. Chunked reads,
+        # because the pipe is unbuffered and readline() on it would cost one system call per byte.
+        fd = self.process.stderr.fileno()
+        partial = b""
         try:
-            for raw in iter(self.process.stderr.readline, b""):
-                line = raw.decode("utf-8", "replace").rstrip()
-                if line:
-                    self.stderr_tail.append(line)
-        except (OSError, ValueError):
+            while chunk := os.read(fd, 1 << 16):
+                *lines, partial = (partial + chunk).split(b"\n")
+                partial = partial[-MAX_STDERR_LINE:]
+                for line in lines:
+                    self._keep_stderr(line)
+        except OSError:
             pass
         finally:
+            self._keep_stderr(partial)
             self._stderr_done.set()
+
+    def _keep_stderr(self, raw: bytes) -> None:
+        line = raw[-MAX_STDERR_LINE:].decode("utf-8", "replace").rstrip()
+        if line:
+            self.stderr_tail.append(line)
 
     # -- I/O ---------------------------------------------------------------------------------------
     def send(self, data: bytes) -> None:
@@ -190,9 +201,9 @@ class HarnessProcess:
         tail = list(self.stderr_tail)[-lines:]
         return " | ".join(tail)
 
-    def death(self) -> str:
+    def death(self, wait_s: float = 2.0) -> str:
         """How the process ended, in words: exit code or signal, plus the last stderr lines."""
-        code = self.exit_code(2.0)
+        code = self.exit_code(wait_s)
         text = "it is still running but closed its stdout" if code is None else describe_exit(code)
         tail = self.stderr_text()
         return f"{text}; last stderr: {tail}" if tail else f"{text}; no stderr output"
@@ -344,17 +355,19 @@ class NativeBackend:
         return self._outcome(reply)
 
     def _ended(self, process: HarnessProcess, exc: Exception) -> Outcome:
-        code = process.exit_code(2.0)
+        # A dying process closes stdout a moment before it is reaped; a live one is not waited on for long.
+        code = process.exit_code(1.0)
         where = ""
         if isinstance(exc, StreamEnded) and not exc.at_boundary:
             where = f" mid-reply ({exc})"
         elif isinstance(exc, _WriteFailed):
             where = f" while receiving the request ({exc})"
-        death = process.death()
+        death = process.death(wait_s=0.0)
         self._discard()
         if code is None:
-            # Alive but silent on a closed stdout: the stream is broken, not the process.
-            return Outcome.error(f"harness closed its stdout{where}; {death}; harness restarted")
+            # Alive but with a pipe closed: the stream is broken, not the process.
+            pipe = "stopped reading its stdin" if isinstance(exc, _WriteFailed) else f"closed its stdout{where}"
+            return Outcome.error(f"harness {pipe}; {death}; harness restarted")
         return Outcome(OutcomeKind.CRASH, message=f"harness died{where}: {death}")
 
     def _outcome(self, reply: protocol.Reply) -> Outcome:
