@@ -1,0 +1,92 @@
+"""Adjoint properties: ResampleGrad1 is the transpose of Resample2, SliceGrad the transpose of Slice1.
+
+The forward operators are written here, independently of the gradient code paths: Resample2 from the
+per-axis weight matrices (dmlconform.ops.resample_grad1.axis_weights, itself checked against the
+formula in test_resample_grad1.py) and Slice1 as a plain loop over output coordinates.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from dmlconform.dtypes import DataType
+from dmlconform.ops import find_operator
+from dmlconform.ops.resample_grad1 import axis_weights
+
+RESAMPLE = find_operator("RESAMPLE_GRAD1")
+SLICE = find_operator("SLICE_GRAD")
+
+
+def resample2(x, out_shape, scales, ipo, opo, mode, rounding):
+    """Forward Resample2 in float64: apply every axis' weights in turn."""
+    y = x
+    for axis, (n_out, s, i, o) in enumerate(zip(out_shape, scales, ipo, opo, strict=True)):
+        w = axis_weights(x.shape[axis], n_out, s, i, o, mode, rounding)
+        y = np.moveaxis(np.tensordot(w, np.moveaxis(y, axis, 0), axes=(1, 0)), 0, axis)
+    return y
+
+
+@pytest.mark.parametrize("mode", ["NEAREST_NEIGHBOR", "LINEAR"])
+@pytest.mark.parametrize("rounding", ["DECREASING", "INCREASING"])
+@pytest.mark.parametrize("variant", ["literal", "swapped"])
+def test_resample_grad_is_the_adjoint_of_resample2(describe, mode, rounding, variant):
+    rng = np.random.default_rng(11)
+    for _ in range(12):
+        rank = int(rng.integers(1, 5))
+        dx = [int(v) for v in rng.integers(1, 6, size=rank)]
+        scales = [float(rng.choice([0.5, 0.75, 1.0, 4 / 3, 1.5, 2.0, 2.5, 3.0])) for _ in range(rank)]
+        dy_shape = [max(1, int(n * s) + int(rng.integers(-1, 2))) for n, s in zip(dx, scales, strict=True)]
+        ipo = [float(v) for v in rng.choice([-0.5, 0.0, 0.25, 0.5], size=rank)]
+        opo = [float(v) for v in rng.choice([-0.5, 0.0, 0.25, 0.5], size=rank)]
+        p = {"InterpolationMode": mode, "RoundingDirection": rounding, "Scales": scales,
+             "InputPixelOffsets": ipo, "OutputPixelOffsets": opo}
+        desc = describe("RESAMPLE_GRAD1", p, DataType.FLOAT32, InputGradientTensor=dy_shape,
+                        OutputGradientTensor=dx)
+        x = rng.normal(size=dx)
+        dy = rng.normal(size=dy_shape).astype(np.float32)
+        grad = RESAMPLE.reference(desc, {"InputGradientTensor": dy}, variant).accumulation["OutputGradientTensor"]
+        # The forward's offsets: the gradient's own fields (literal) or the two arrays exchanged (swapped).
+        f_ipo, f_opo = (ipo, opo) if variant == "literal" else (opo, ipo)
+        forward = resample2(x, dy_shape, [float(np.float32(s)) for s in scales], f_ipo, f_opo, mode, rounding)
+        lhs = float(np.sum(forward * dy.astype(np.float64)))
+        rhs = float(np.sum(x * grad.value))
+        assert lhs == pytest.approx(rhs, rel=1e-12, abs=1e-12)
+        assert np.array_equal(grad.value.astype(np.float32), RESAMPLE.reference(
+            desc, {"InputGradientTensor": dy}, variant).outputs["OutputGradientTensor"])
+
+
+def slice1(x, offsets, sizes, strides, counts):
+    """Forward Slice1, one output element at a time (Slice1 page: start + stride * c per dimension)."""
+    out = np.empty(counts, dtype=x.dtype)
+    starts = [o + (s - 1 if t < 0 else 0) for o, s, t in zip(offsets, sizes, strides, strict=True)]
+    for c in itertools.product(*(range(n) for n in counts)):
+        out[c] = x[tuple(b + t * ci for b, t, ci in zip(starts, strides, c, strict=True))]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.uint8])
+def test_slice_grad_is_the_adjoint_of_slice1(describe, dtype):
+    rng = np.random.default_rng(13)
+    for _ in range(40):
+        rank = int(rng.integers(1, 9))
+        dx = [int(v) for v in rng.integers(1, 5 if rank < 5 else 3, size=rank)]
+        sizes = [int(rng.integers(1, n + 1)) for n in dx]
+        offsets = [int(rng.integers(0, n - s + 1)) for n, s in zip(dx, sizes, strict=True)]
+        strides = [int(rng.choice([-4, -2, -1, 1, 2, 3])) for _ in dx]
+        counts = [int(rng.integers(1, 2 + (s - 1) // abs(t))) for s, t in zip(sizes, strides, strict=True)]
+        p = {"InputWindowOffsets": offsets, "InputWindowSizes": sizes, "InputWindowStrides": strides}
+        desc = describe("SLICE_GRAD", p, DataType.from_numpy(np.dtype(dtype)), InputGradientTensor=counts,
+                        OutputGradientTensor=dx)
+        x = rng.integers(0, 50, size=dx).astype(dtype)
+        dy = rng.integers(1, 50, size=counts).astype(dtype)
+        grad = SLICE.reference(desc, {"InputGradientTensor": dy}).outputs["OutputGradientTensor"]
+        inner = lambda a, b: int(np.sum(a.astype(np.int64) * b.astype(np.int64)))  # noqa: E731
+        assert inner(slice1(x, offsets, sizes, strides, counts), dy) == inner(x, grad)
+        assert np.array_equal(slice1(grad, offsets, sizes, strides, counts), dy)  # Slice1 ∘ SliceGrad = id
+        # SliceGrad ∘ Slice1 keeps exactly the selected elements of x and zeroes the rest.
+        back = SLICE.reference(desc, {"InputGradientTensor": slice1(x, offsets, sizes, strides, counts)})
+        kept = back.outputs["OutputGradientTensor"]
+        assert np.array_equal(kept[grad != 0], x[grad != 0]) and not kept[grad == 0].any()

@@ -1,0 +1,156 @@
+"""The bundled suites (test_vectors/): they load, the reference reproduces every golden, they cover what
+they claim, candidate cases discriminate, and the generated files are exactly what build_vectors.py writes.
+
+The goldens of the generated suites come from the reference; tests/ops/test_against_torch.py confirms
+them against PyTorch wherever torch shares DirectML's semantics.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from dmlconform.backends.numpy_backend import NumpyBackend
+from dmlconform.compare.comparator import judge
+from dmlconform.feature_levels import HIGHEST
+from dmlconform.ops.base import DescriptionError
+from dmlconform.results import Status
+from dmlconform.runner import run_case
+from dmlconform.suite.loader import discover, load_paths
+
+VECTORS = Path(__file__).resolve().parents[1] / "test_vectors"
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return load_paths([VECTORS])
+
+
+def test_enough_cases_and_unique_suites(cases):
+    assert len(cases) >= 200
+    ids = [case.full_id for case in cases]
+    assert len(ids) == len(set(ids))
+    per_op = Counter(case.op.name for case in cases)
+    assert all(per_op[op] >= 30 for op in ("ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD",
+                                           "MAX_POOLING_GRAD", "RESAMPLE_GRAD1")), per_op
+
+
+def test_every_case_passes_on_the_reference(cases):
+    backend = NumpyBackend()
+    statuses = Counter()
+    for case in cases:
+        result = run_case(case, backend, HIGHEST)
+        assert result.status in (Status.PASS, Status.INVALID_OK), (case.full_id, result.message)
+        statuses[result.status] += 1
+    assert statuses[Status.INVALID_OK] >= 5 * 8
+
+
+def test_candidate_answers_named_after_variants_are_those_variants(cases):
+    """A candidate named like a reference variant holds that variant's answer; candidates really differ."""
+    for case in cases:
+        if not case.candidates:
+            continue
+        answers = list(case.candidates.values())
+        outputs = [a["OutputGradientTensor"] for a in answers]
+        assert any(not np.array_equal(outputs[0], o, equal_nan=o.dtype.kind == "f") for o in outputs[1:]) \
+            or case.id == "resample-grad1-nearest", f"{case.full_id}: every candidate is the same"
+        for name, answer in case.candidates.items():
+            if name not in case.op.variants:
+                continue
+            ref = case.op.reference(case.description, case.inputs, name)
+            tolerance = case.tolerance or case.op.default_tolerance(case.description, ref)
+            verdict = judge(answer["OutputGradientTensor"], ref.outputs["OutputGradientTensor"], case.dtype,
+                            tolerance, ref.accumulation.get("OutputGradientTensor"))
+            assert verdict.passed, (case.full_id, name, verdict.summary())
+
+
+def test_resample_offset_candidates_tell_literal_from_swapped(cases):
+    differing = 0
+    for case in cases:
+        if case.op.name != "RESAMPLE_GRAD1" or "literal" not in case.candidates:
+            continue
+        assert case.behaviour == "resample-offset-convention"
+        p = case.description.params
+        assert p["InputPixelOffsets"] != p["OutputPixelOffsets"]
+        literal, swapped = (case.candidates[n]["OutputGradientTensor"] for n in ("literal", "swapped"))
+        differing += not np.array_equal(literal, swapped)
+    assert differing >= 15
+
+
+def test_behaviours_of_contract_section_2_are_probed(cases):
+    behaviours = {case.behaviour for case in cases if case.candidates}
+    assert {"resample-offset-convention", "relu-nan-input", "clip-nan-input", "maxpool-nan-input",
+            "maxpool-padding-only-window", "fp32-denormal-gradient", "fp32-denormal-input"} <= behaviours
+    by_behaviour = defaultdict(set)
+    for case in cases:
+        if case.candidates:
+            by_behaviour[case.behaviour].update(case.candidates)
+    assert {"nan-zero", "nan-passes"} <= by_behaviour["relu-nan-input"]
+    assert {"nan-sticks", "nan-wins", "nan-ignored"} <= by_behaviour["maxpool-nan-input"]
+    assert {"preserved", "flushed"} <= by_behaviour["fp32-denormal-gradient"]
+
+
+COVERAGE = {
+    "ACTIVATION_RELU_GRAD": ({"FLOAT32", "FLOAT16", "INT32", "INT16", "INT8"}, {1, 4, 5, 8}),
+    "ELEMENT_WISE_CLIP_GRAD1": ({"FLOAT32", "FLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32",
+                                 "UINT16", "UINT8"}, {1, 4, 5, 8}),
+    "SLICE_GRAD": ({"FLOAT64", "FLOAT32", "FLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32",
+                    "UINT16", "UINT8"}, {1, 2, 3, 4, 5, 6, 7, 8}),
+    "MAX_POOLING_GRAD": ({"FLOAT32", "FLOAT16"}, {4, 5}),
+    "RESAMPLE_GRAD1": ({"FLOAT32", "FLOAT16"}, {1, 2, 3, 4}),
+}
+
+
+@pytest.mark.parametrize("op", sorted(COVERAGE))
+def test_types_ranks_and_refusals_are_covered(cases, op):
+    dtypes, ranks = COVERAGE[op]
+    valid = [c for c in cases if c.op.name == op and not c.expect_invalid]
+    assert {c.dtype.name for c in valid} == dtypes
+    assert ranks <= {c.rank for c in valid}
+    fields = set()
+    for case in (c for c in cases if c.op.name == op and c.expect_invalid):
+        with pytest.raises(DescriptionError) as info:
+            case.op.validate(case.description)
+        fields.add(info.value.field.split(".")[-1].split("[")[0])
+    assert {"DataType", "DimensionCount"} <= fields, fields
+
+
+def test_tags_and_special_values(cases):
+    tags = Counter(tag for case in cases for tag in case.tags)
+    for tag in ("seed", "edge", "nan", "inf", "denormal", "ties", "invalid", "candidates", "random"):
+        assert tags[tag] > 0, tag
+    nan_gradients = [c for c in cases if not c.expect_invalid and c.dtype.is_float
+                     and any(np.isnan(a).any() for n, a in c.inputs.items() if n == "InputGradientTensor")]
+    assert len({c.op.name for c in nan_gradients}) == 5
+
+
+def test_size_of_the_bundle():
+    total = sum(p.stat().st_size for p in VECTORS.rglob("*") if p.is_file())
+    assert total < 5 * 2**20
+
+
+def test_generated_files_are_what_the_builder_writes(tmp_path):
+    spec = importlib.util.spec_from_file_location("build_vectors", VECTORS / "build_vectors.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["build_vectors.py", str(tmp_path)]) == 0
+    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert len(written) == 2 * len(module.BUILDERS)
+    for relative in written:
+        committed = VECTORS / relative
+        if relative.suffix == ".yaml":
+            assert committed.read_text() == (tmp_path / relative).read_text(), relative
+            assert yaml.safe_load(committed.read_text())["cases"]
+        else:
+            with np.load(committed, allow_pickle=False) as a, np.load(tmp_path / relative, allow_pickle=False) as b:
+                assert sorted(a.files) == sorted(b.files)
+                for key in a.files:
+                    assert a[key].dtype == b[key].dtype and np.array_equal(a[key], b[key], equal_nan=True), key
+    # Every generated suite is one of the bundled files the loader finds.
+    found = {f.relative_to(VECTORS) for f, _ in discover([VECTORS])}
+    assert {r for r in written if r.suffix == ".yaml"} <= found
