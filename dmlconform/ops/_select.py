@@ -6,16 +6,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from dmlconform.ops.base import Description, Operator, Reference, same_dtype, same_rank, same_sizes
+from dmlconform.ops.base import Description, Operator, Reference
 
 
 class ElementwiseSelectGrad(Operator):
     inputs = ("InputTensor", "InputGradientTensor")
-
-    def check_rules(self, desc: Description) -> None:
-        same_dtype(desc, self.tensors)
-        same_rank(desc, self.tensors)
-        same_sizes(desc, self.tensors)
+    same_sizes = ("InputTensor", "InputGradientTensor", "OutputGradientTensor")
 
     def keep(self, x: np.ndarray, desc: Description, variant: str) -> np.ndarray:
         """Boolean mask of the elements whose incoming gradient passes through."""

@@ -135,6 +135,9 @@ class Operator:
     variants: tuple[str, ...] = ("default",)
     #: Parameter arrays whose common length is DimensionCount.
     dimension_arrays: tuple[str, ...] = ()
+    #: Tensors that must have the same Sizes (every tensor of every in-scope operator shares DataType and
+    #: DimensionCount; that is checked for all of them).
+    same_sizes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<operator {self.name}>"
@@ -178,6 +181,10 @@ class Operator:
     def validate(self, desc: Description) -> None:
         """Every documented constraint; raises DescriptionError naming the first field that breaks one."""
         self.check_support(desc)
+        same_dtype(desc, self.tensors)
+        same_rank(desc, self.tensors)
+        if self.same_sizes:
+            same_sizes(desc, self.same_sizes)
         self.check_dimension_count(desc)
         self.check_rules(desc)
 

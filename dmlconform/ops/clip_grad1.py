@@ -25,7 +25,6 @@ class ClipGrad1(ElementwiseSelectGrad):
     variants = ("nan-passes", "nan-zero")
 
     def check_rules(self, desc: Description) -> None:
-        super().check_rules(desc)
         check_min_max_dtype(desc)
 
     def keep(self, x: np.ndarray, desc: Description, variant: str) -> np.ndarray:

@@ -25,9 +25,6 @@ from dmlconform.ops.base import (
     Param,
     ParamKind,
     Reference,
-    same_dtype,
-    same_rank,
-    same_sizes,
 )
 
 SUPPORT = SupportTable((
@@ -48,7 +45,8 @@ def argmax_indices(x: np.ndarray, out_spatial: tuple[int, ...], params: Mapping[
     """Flat index into x of each window's winner, shape [N, C, *out_spatial]; -1 where no tap is inside.
 
     nan_rule: `nan-sticks` (strict `>` scan: a NaN wins only as the first valid tap), `nan-wins`
-    (the first NaN of a window wins) or `nan-ignored` (NaN wins only if every valid tap is NaN).
+    (the first NaN of a window wins), `nan-wins-last` (the last NaN wins: `v > best || isnan(v)`, as
+    PyTorch scans) or `nan-ignored` (NaN wins only if every valid tap is NaN).
     """
     spatial = x.shape[2:]
     dims = len(spatial)
@@ -75,6 +73,8 @@ def argmax_indices(x: np.ndarray, out_spatial: tuple[int, ...], params: Mapping[
         take = values > best_value
         if nan_rule == "nan-wins":
             take |= np.isnan(values) & ~np.isnan(best_value)
+        elif nan_rule == "nan-wins-last":
+            take |= np.isnan(values)
         elif nan_rule == "nan-ignored":
             take |= np.isnan(best_value) & ~np.isnan(values)
         take &= inside[window]
@@ -103,16 +103,14 @@ class MaxPoolingGrad(Operator):
     support = SUPPORT
     params = tuple(Param(name, ParamKind.UINTS) for name in _GEOMETRY)
     dimension_arrays = _GEOMETRY
-    variants = ("nan-sticks", "nan-wins", "nan-ignored")
+    same_sizes = ("InputTensor", "OutputGradientTensor")
+    variants = ("nan-sticks", "nan-wins", "nan-wins-last", "nan-ignored")
     dimension_count_rule = "the spatial dimension count (InputTensor's DimensionCount - 2)"
 
     def expected_dimension_count(self, desc: Description) -> int:
         return desc.tensors["InputTensor"].rank - 2
 
     def check_rules(self, desc: Description) -> None:
-        same_dtype(desc, self.tensors)
-        same_rank(desc, self.tensors)
-        same_sizes(desc, ("InputTensor", "OutputGradientTensor"))
         for name in ("Strides", "WindowSize", "Dilations"):
             for i, value in enumerate(desc.params[name]):
                 if value < 1:

@@ -28,8 +28,6 @@ from dmlconform.ops.base import (
     Param,
     ParamKind,
     Reference,
-    same_dtype,
-    same_rank,
 )
 
 SUPPORT = SupportTable((SupportRow(L.L5_1, 1, 4, frozenset({T.FLOAT32, T.FLOAT16})),))
@@ -107,8 +105,6 @@ class ResampleGrad1(Operator):
     variants = ("literal", "swapped")
 
     def check_rules(self, desc: Description) -> None:
-        same_dtype(desc, self.tensors)
-        same_rank(desc, self.tensors)
         for i, scale in enumerate(desc.params["Scales"]):
             if not (np.isfinite(scale) and scale > 0):
                 raise DescriptionError(f"Scales[{i}]", f"{scale} must be a finite number above 0")

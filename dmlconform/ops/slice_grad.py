@@ -20,8 +20,6 @@ from dmlconform.ops.base import (
     Param,
     ParamKind,
     Reference,
-    same_dtype,
-    same_rank,
 )
 
 _NARROW = frozenset({T.FLOAT32, T.FLOAT16, T.INT32, T.INT16, T.INT8, T.UINT32, T.UINT16, T.UINT8})
@@ -51,8 +49,6 @@ class SliceGrad(Operator):
     dimension_arrays = ("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides")
 
     def check_rules(self, desc: Description) -> None:
-        same_dtype(desc, self.tensors)
-        same_rank(desc, self.tensors)
         p = desc.params
         dy = desc.tensors["InputGradientTensor"].shape
         dx = desc.tensors["OutputGradientTensor"].shape

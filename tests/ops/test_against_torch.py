@@ -304,6 +304,25 @@ def test_max_pooling_grad_nan_x_matches_nan_wins(describe):
     assert not np.allclose(sticks, expected, rtol=0, atol=1e-12)
 
 
+def test_max_pooling_grad_many_nans_match_nan_wins_last(describe):
+    """With several NaNs per window torch keeps the last one: the reference's `nan-wins-last` variant."""
+    op = find_operator("MAX_POOLING_GRAD")
+    rng = np.random.default_rng(27)
+    p = {"Strides": [1, 1], "WindowSize": [3, 2], "StartPadding": [1, 0], "EndPadding": [1, 1], "Dilations": [1, 2]}
+    x = rng.normal(size=(2, 3, 6, 7)).astype(np.float32)
+    x[rng.random(x.shape) < 0.3] = np.nan
+    pooled = [(6 + 2 - 3) // 1 + 1, (7 + 1 - 3) // 1 + 1]
+    dy = rng.normal(size=(2, 3, *pooled)).astype(np.float32)
+    desc = _describe(describe, "MAX_POOLING_GRAD", p, np.float32, InputTensor=x.shape, InputGradientTensor=dy.shape,
+                     OutputGradientTensor=x.shape)
+    inputs = {"InputTensor": x, "InputGradientTensor": dy}
+    expected = torch_max_pooling_grad(x, dy, p)
+    value = op.reference(desc, inputs, "nan-wins-last").accumulation["OutputGradientTensor"].value
+    assert np.allclose(value, expected, rtol=0, atol=1e-12)
+    first = op.reference(desc, inputs, "nan-wins").accumulation["OutputGradientTensor"].value
+    assert not np.allclose(first, expected, rtol=0, atol=1e-12)
+
+
 RESAMPLE_CONFIGS = [  # (mode, forward (ipo, opo)) that torch can express
     ("NEAREST_NEIGHBOR", (0.0, 0.0)), ("NEAREST_NEIGHBOR", (0.0, -0.5)), ("LINEAR", (0.5, -0.5))]
 

@@ -45,6 +45,8 @@ def brute_force_winners(x, out_spatial, p, nan_rule="nan-sticks"):
                     take = True
                 elif nan_rule == "nan-wins":
                     take = (math.isnan(value) and not math.isnan(best_value)) or value > best_value
+                elif nan_rule == "nan-wins-last":
+                    take = math.isnan(value) or value > best_value
                 elif nan_rule == "nan-ignored":
                     take = (math.isnan(best_value) and not math.isnan(value)) or value > best_value
                 else:
@@ -145,4 +147,11 @@ def test_nan_rules(describe):
     dy = np.array([1, 2, 4], np.float32).reshape(1, 1, 1, 3)
     p = geometry(2, window=[1, 2])
     got = {v: run(describe, x, dy, p, v).outputs["OutputGradientTensor"].ravel().tolist() for v in OP.variants}
-    assert got == {"nan-sticks": [1, 2, 4, 0], "nan-wins": [0, 3, 4, 0], "nan-ignored": [1, 0, 6, 0]}
+    assert got == {"nan-sticks": [1, 2, 4, 0], "nan-wins": [0, 3, 4, 0], "nan-wins-last": [0, 3, 4, 0],
+                   "nan-ignored": [1, 0, 6, 0]}
+    two_nans = np.array([np.nan, 1, np.nan, 0], np.float32).reshape(1, 1, 1, 4)
+    window = geometry(2, window=[1, 4])
+    dy = np.array([5], np.float32).reshape(1, 1, 1, 1)
+    first = run(describe, two_nans, dy, window, "nan-wins").outputs["OutputGradientTensor"].ravel().tolist()
+    last = run(describe, two_nans, dy, window, "nan-wins-last").outputs["OutputGradientTensor"].ravel().tolist()
+    assert (first, last) == ([5, 0, 0, 0], [0, 0, 5, 0])
