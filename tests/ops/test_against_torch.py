@@ -285,7 +285,6 @@ def test_max_pooling_grad_random(describe, dtype, dims):
 def test_max_pooling_grad_nan_x_matches_nan_wins(describe):
     """torch's `val > max || isnan(val)` lets a NaN win over any number; with at most one NaN per window
     that is the `nan-wins` reading (with two, torch keeps the last NaN: the `nan-wins-last` candidate)."""
-    op = find_operator("MAX_POOLING_GRAD")
     rng = np.random.default_rng(26)
     p = {"Strides": [1, 2], "WindowSize": [2, 2], "StartPadding": [0, 0], "EndPadding": [0, 0], "Dilations": [1, 1]}
     x = rng.normal(size=(1, 2, 5, 6)).astype(np.float32)
@@ -294,33 +293,31 @@ def test_max_pooling_grad_nan_x_matches_nan_wins(describe):
     x[:, :, 1, 1] = np.nan
     x[:, :, 2, 0] = 0.0  # so that the window over rows 1-2 holds one NaN only
     dy = rng.normal(size=(1, 2, 4, 3)).astype(np.float32)
+    _assert_torch_follows(describe, x, dy, p, "nan-wins", "nan-sticks")
+
+
+def _assert_torch_follows(describe, x, dy, p, follows: str, differs_from: str) -> None:
+    """torch's gradient equals the reference's `follows` variant and not `differs_from` (so the data can tell)."""
+    op = find_operator("MAX_POOLING_GRAD")
     desc = _describe(describe, "MAX_POOLING_GRAD", p, np.float32, InputTensor=x.shape, InputGradientTensor=dy.shape,
                      OutputGradientTensor=x.shape)
     inputs = {"InputTensor": x, "InputGradientTensor": dy}
     expected = torch_max_pooling_grad(x, dy, p)
-    value = op.reference(desc, inputs, "nan-wins").accumulation["OutputGradientTensor"].value
+    value = op.reference(desc, inputs, follows).accumulation["OutputGradientTensor"].value
     assert np.allclose(value, expected, rtol=0, atol=1e-12)
-    sticks = op.reference(desc, inputs, "nan-sticks").accumulation["OutputGradientTensor"].value
-    assert not np.allclose(sticks, expected, rtol=0, atol=1e-12)
+    other = op.reference(desc, inputs, differs_from).accumulation["OutputGradientTensor"].value
+    assert not np.allclose(other, expected, rtol=0, atol=1e-12)
 
 
 def test_max_pooling_grad_many_nans_match_nan_wins_last(describe):
     """With several NaNs per window torch keeps the last one: the reference's `nan-wins-last` variant."""
-    op = find_operator("MAX_POOLING_GRAD")
     rng = np.random.default_rng(27)
     p = {"Strides": [1, 1], "WindowSize": [3, 2], "StartPadding": [1, 0], "EndPadding": [1, 1], "Dilations": [1, 2]}
     x = rng.normal(size=(2, 3, 6, 7)).astype(np.float32)
     x[rng.random(x.shape) < 0.3] = np.nan
     pooled = [(6 + 2 - 3) // 1 + 1, (7 + 1 - 3) // 1 + 1]
     dy = rng.normal(size=(2, 3, *pooled)).astype(np.float32)
-    desc = _describe(describe, "MAX_POOLING_GRAD", p, np.float32, InputTensor=x.shape, InputGradientTensor=dy.shape,
-                     OutputGradientTensor=x.shape)
-    inputs = {"InputTensor": x, "InputGradientTensor": dy}
-    expected = torch_max_pooling_grad(x, dy, p)
-    value = op.reference(desc, inputs, "nan-wins-last").accumulation["OutputGradientTensor"].value
-    assert np.allclose(value, expected, rtol=0, atol=1e-12)
-    first = op.reference(desc, inputs, "nan-wins").accumulation["OutputGradientTensor"].value
-    assert not np.allclose(first, expected, rtol=0, atol=1e-12)
+    _assert_torch_follows(describe, x, dy, p, "nan-wins-last", "nan-wins")
 
 
 RESAMPLE_CONFIGS = [  # (mode, forward (ipo, opo)) that torch can express
