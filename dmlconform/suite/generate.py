@@ -7,6 +7,7 @@ therefore the Irwin-Hall approximation (sum of 12 uniforms - 6), which is plenty
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -40,7 +41,7 @@ def generate(spec: Mapping[str, object], dtype: DataType, shape: tuple[int, ...]
     unknown = sorted(set(map(str, spec)) - known)
     if unknown:
         raise ValueError(f"generate.{unknown[0]}: unknown key")
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)
     if dist == "iota":
         start, step = _number(spec, "start", 1), _number(spec, "step", 1)
         return _cast(start + step * np.arange(count, dtype=np.float64), dtype).reshape(shape)

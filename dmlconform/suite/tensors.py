@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +15,9 @@ from dmlconform.suite.generate import generate
 from dmlconform.values import elements_to_array
 
 SOURCES = ("data", "file", "generate")
+#: Elements one tensor may hold: 2^28 (1 GiB of FLOAT32), far above any conformance case and well below
+#: what would exhaust a CI machine's memory. DML itself allows up to 2^32 - 1.
+MAX_ELEMENTS = 2**28
 
 
 class TensorError(ValueError):
@@ -37,6 +41,11 @@ def read_desc(spec: object) -> TensorDesc:
     shape = spec.get("shape")
     if not isinstance(shape, list) or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape):
         raise TensorError("shape", f"{shape!r} must be a list of non-negative integers")
+    if any(size > 2**32 - 1 for size in shape):
+        raise TensorError("shape", f"{shape!r}: DML sizes are UINT, at most 4294967295")
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise TensorError("shape", f"{shape!r} has {math.prod(shape)} elements; a tensor may hold at most "
+                          f"{MAX_ELEMENTS}")
     return TensorDesc(dtype, tuple(shape))
 
 
@@ -77,7 +86,7 @@ def _flatten(data: object, out: list[object]) -> None:
 def _from_data(data: object, desc: TensorDesc) -> np.ndarray:
     flat: list[object] = []
     _flatten(data, flat)
-    expected = int(np.prod(desc.shape, dtype=np.int64))
+    expected = math.prod(desc.shape)
     if len(flat) != expected:
         raise ValueError(f"has {len(flat)} elements, but shape {list(desc.shape)} needs {expected}")
     return elements_to_array(flat, desc.dtype).reshape(desc.shape)
