@@ -66,7 +66,9 @@ def run_case(case: Case, backend: Backend, target: FeatureLevel) -> CaseResult:
         result.status, result.message = Status.ERROR, f"judging failed: {type(exc).__name__}: {exc}"
     result.duration_s = time.perf_counter() - clock
     result.required = case.required_level <= target
-    if not result.required and not result.status.matched:
+    if not result.required:
+        # Contract §4: cases above the judged level run and are reported as not required; what they came
+        # to stays in `outcome`, so verdicts at higher levels can still be shown.
         result.outcome, result.status = result.status, Status.NOT_REQUIRED
         result.message = f"{result.outcome.value} (required from {case.required_level}): {result.message}"
     return result

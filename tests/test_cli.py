@@ -67,7 +67,10 @@ def test_feature_level_override_makes_later_cases_not_required(tmp_path):
     assert result.exit_code == 0
     data = json.loads((tmp_path / "r.json").read_text())
     statuses = {c["id"]: (c["status"], c["required"]) for c in data["cases"]}
-    assert statuses["seed/clip-grad1-formula"] == ("PASS", False)
+    assert statuses["seed/clip-grad1-formula"] == ("NOT_REQUIRED", False)
+    clip = next(c for c in data["cases"] if c["id"] == "seed/clip-grad1-formula")
+    assert clip["outcome"] == "PASS" and clip["required_feature_level"] == "5_0"
+    assert data["feature_levels"]["5_0"]["conformant"] and not data["feature_levels"]["5_0"]["claimed"]
     assert data["target_feature_level"] == "3_0"
 
 
