@@ -51,7 +51,7 @@ class Judgement:
 def format_value(value: np.generic) -> str:
     if isinstance(value, np.floating):
         bits = np.array(value).view(f"u{value.dtype.itemsize}")
-        return f"{value} (0x{int(bits):0{value.dtype.itemsize * 2}x})"
+        return f"{value!s} (0x{int(bits):0{value.dtype.itemsize * 2}x})"
     return str(int(value))
 
 

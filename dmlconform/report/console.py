@@ -34,8 +34,8 @@ def render(run: RunResult, console: Console, failures_shown: int = FAILURES_SHOW
 
 
 def _level_table(results: list[CaseResult], levels: list[FeatureLevel], target: FeatureLevel) -> Table:
-    table = Table(title="cases by operator and the feature level that requires them (matched/required)",
-                  title_justify="left")
+    table = Table(title="matched/required cases, by the feature level that requires them", title_justify="left",
+                  min_width=64)
     table.add_column("operator")
     for level in levels:
         table.add_column(level.label + ("" if level <= target else " *"), justify="right")
@@ -80,8 +80,8 @@ def _fingerprint(results: list[CaseResult], console: Console) -> None:
     verdicts = fingerprint(results)
     if not verdicts:
         return
-    table = Table(title="behaviour fingerprint: which candidate each undocumented behaviour followed",
-                  title_justify="left")
+    table = Table(title="behaviour fingerprint: the candidate each undocumented behaviour followed",
+                  title_justify="left", min_width=60)
     table.add_column("behaviour")
     table.add_column("followed")
     for name in sorted(verdicts):
