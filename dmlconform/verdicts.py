@@ -44,20 +44,28 @@ def introduced_levels(results: list[CaseResult]) -> list[FeatureLevel]:
 
 
 def fingerprint(results: list[CaseResult]) -> dict[str, str]:
-    """Per undocumented behaviour, the candidate(s) consistent with every case that probes it."""
+    """Per undocumented behaviour, the candidate(s) consistent with every case that probes it.
+
+    Cases of one behaviour can disagree legitimately (D3D flushes fp32 denormals in arithmetic but not in
+    data movement, so a select and a sum may differ): then each candidate is listed with its case count."""
     consistent: dict[str, set[str] | None] = {}
+    tallies: dict[str, dict[str, int]] = {}
     for r in results:
         if not r.behaviour:
             continue
         matched = set(r.matched_all)
         seen = consistent.get(r.behaviour)
         consistent[r.behaviour] = matched if seen is None else seen & matched
+        tally = tallies.setdefault(r.behaviour, {})
+        label = r.matched or f"none ({effective_status(r).value})"
+        tally[label] = tally.get(label, 0) + 1
     verdicts = {}
     for name, names in consistent.items():
-        if not names:
-            verdicts[name] = "none consistent with every case (see failures)"
-        elif len(names) == 1:
+        if names and len(names) == 1:
             verdicts[name] = next(iter(names))
-        else:
+        elif names:
             verdicts[name] = "undecided: " + " or ".join(sorted(names))
+        else:
+            verdicts[name] = "mixed: " + ", ".join(f"{label} ×{count}" for label, count in
+                                                   sorted(tallies[name].items()))
     return verdicts

@@ -122,3 +122,17 @@ def test_parallel_jobs_give_the_same_results_in_order(seed_cases):
     serial = run_cases(seed_cases, NumpyBackend())
     parallel = run_cases(seed_cases, NumpyBackend(), jobs=4)
     assert [(r.id, r.status) for r in serial.results] == [(r.id, r.status) for r in parallel.results]
+
+
+def test_fingerprint_names_one_candidate_undecided_or_mixed():
+    from dmlconform.feature_levels import FeatureLevel as L
+    from dmlconform.results import CaseResult
+    from dmlconform.verdicts import fingerprint
+
+    def result(behaviour, matched_all, status=Status.PASS):
+        return CaseResult("s/x", "OP", "FLOAT32", 1, L.L3_0, status, matched=(matched_all or (None,))[0],
+                          matched_all=tuple(matched_all), behaviour=behaviour)
+
+    verdicts = fingerprint([result("a", ["x"]), result("a", ["x", "y"]), result("b", ["x", "y"]),
+                            result("c", ["x"]), result("c", ["y"]), result("c", [], Status.FAIL)])
+    assert verdicts == {"a": "x", "b": "undecided: x or y", "c": "mixed: none (FAIL) ×1, x ×1, y ×1"}

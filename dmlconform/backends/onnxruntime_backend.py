@@ -47,9 +47,16 @@ class ProviderChoice:
         return self.key in GPU_KEYS
 
     @property
-    def providers(self) -> list[str]:
+    def options(self) -> dict[str, str]:
+        """Provider options. CUDA computes float32 MatMul in TF32 (10-bit mantissa) by default on Ampere and
+        later; measured on an H100, that put ResampleGrad1's float32 sums thousands of ULP off. The graphs
+        mean float32 arithmetic, so TF32 is turned off."""
+        return {"use_tf32": "0"} if self.key == "cuda" else {}
+
+    @property
+    def providers(self) -> list[str | tuple[str, dict[str, str]]]:
         """What the session is given: the chosen provider alone (never CPU beside a GPU provider)."""
-        return [self.provider]
+        return [(self.provider, self.options)] if self.options else [self.provider]
 
     @property
     def config(self) -> dict[str, str]:
@@ -203,12 +210,16 @@ def one_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def classify_failure(exc: BaseException, stage: str, provider: str) -> Outcome:
-    """A capability gap becomes NOT_SUPPORTED with ORT's reason; anything else an ERROR with the message."""
+def classify_failure(exc: BaseException, stage: str, provider: str, graph: str = "") -> Outcome:
+    """A capability gap becomes NOT_SUPPORTED with ORT's reason; anything else an ERROR with the message.
+
+    `graph` names the graph's node types and data type: ORT's fallback error does not say which node the
+    provider refused, and a driver team wants to know what to look at."""
     kind = type(exc).__name__
     message = one_line(f"{kind}: {exc}")
     if kind in ("NotImplemented", "EPFail") or any(gap in message.lower() for gap in CAPABILITY_GAPS):
-        return Outcome.not_supported(f"{provider} cannot run the graph ({stage}): {message}")
+        where = f" [{graph}]" if graph else ""
+        return Outcome.not_supported(f"{provider} cannot run the graph{where} ({stage}): {message}")
     return Outcome.error(f"onnxruntime failed at {stage} on {provider}: {message}")
 
 
@@ -273,7 +284,9 @@ class OnnxRuntimeBackend:
                 entry = (graph, session)
                 self.sessions_created += 1
             except Exception as exc:
-                entry = classify_failure(exc, "session creation", self.choice.provider)
+                nodes = sorted({node.op_type for node in graph.model.graph.node} - {"Identity"})
+                entry = classify_failure(exc, "session creation", self.choice.provider,
+                                         f"{desc.output.dtype.name}: {', '.join(nodes)}")
         with self._lock:
             self._sessions.setdefault(key, entry)
         return entry
@@ -313,4 +326,7 @@ def create(options: BackendOptions) -> OnnxRuntimeBackend:
         raise RuntimeError(f"onnxruntime cannot be imported ({exc}); pip install onnxruntime "
                            "(onnxruntime-directml on Windows)") from None
     choice = choose_provider(options.ep, ort.get_available_providers())
+    # Session failures come back as exceptions and become NOT_SUPPORTED or ERROR with ORT's message; the
+    # process-wide logger would print each of them to stderr a second time, in the middle of the report.
+    ort.set_default_logger_severity(4)
     return OnnxRuntimeBackend(ort, choice, options.variant)

@@ -96,10 +96,16 @@ def test_no_provider_at_all_is_a_usage_error() -> None:
 def test_gpu_providers_never_fall_back_to_the_cpu(ep: str, available: list[str]) -> None:
     choice = orb.choose_provider(ep, available)
     assert choice.gpu
-    assert choice.providers == [choice.provider]  # CPUExecutionProvider is not listed
+    names = [p if isinstance(p, str) else p[0] for p in choice.providers]
+    assert names == [choice.provider]  # CPUExecutionProvider is not listed
     assert choice.config == {"session.disable_cpu_ep_fallback": "1"}
     options = orb.session_options(ort, choice)  # the SessionOptions really passed to InferenceSession
     assert options.get_session_config_entry("session.disable_cpu_ep_fallback") == "1"
+
+
+def test_cuda_computes_float32_without_tf32() -> None:
+    assert orb.choose_provider("cuda", [CUDA, CPU]).providers == [(CUDA, {"use_tf32": "0"})]
+    assert orb.choose_provider("dml", [DML, CPU]).providers == [DML]
 
 
 def test_cpu_provider_keeps_default_fallback() -> None:
@@ -343,14 +349,41 @@ def test_sparse_and_dense_resample_paths_agree_on_finite_data(backend: orb.OnnxR
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6, atol=1e-6)
 
 
-def test_nan_with_pads_past_the_window_is_not_supported(backend: orb.OnnxRuntimeBackend) -> None:
+def test_nan_with_pads_past_the_window_follows_a_candidate(backend: orb.OnnxRuntimeBackend) -> None:
+    """Pads as large as the window (ONNX MaxPool would refuse them) and a NaN: the window table handles both."""
     x = np.array([[[[np.nan, 1, 2, 3]]]], np.float32)
     params = {"Strides": [1, 1], "WindowSize": [1, 2], "StartPadding": [0, 2], "EndPadding": [0, 0],
               "Dilations": [1, 1]}
     case = make_case("MAX_POOLING_GRAD", params, {"InputTensor": x, "InputGradientTensor": np.ones((1, 1, 1, 5),
                                                                                                    np.float32)}, x.shape)
     result = run_case(case, backend, HIGHEST)
-    assert result.status is Status.NOT_SUPPORTED and "pad" in result.message
+    assert result.status is Status.PASS, result.message
+
+
+@pytest.mark.parametrize("geometry", POOL_GEOMETRIES[:3], ids=lambda g: f"{len(g[0])}d-{g[1]}-{g[3]}")
+def test_window_table_agrees_with_onnx_maxpool_on_tie_free_data(geometry: tuple) -> None:
+    """The graph's window geometry against ONNX Runtime's own MaxPool (pads below the window, no ties, so
+    ONNX MaxPool's unspecified tie-break cannot matter): same winner for every window."""
+    from onnx import TensorProto, helper
+
+    from dmlconform.backends.onnx_graphs.max_pooling_grad import window_table
+
+    shape, window, strides, start, end, dilations = geometry
+    x = np.random.default_rng(5).permutation(int(np.prod(shape))).astype(np.float32).reshape(shape)
+    out = tuple((n + a + e - ((k - 1) * d + 1)) // s + 1
+                for n, k, s, a, e, d in zip(shape[2:], window, strides, start, end, dilations, strict=True))
+    params = {"Strides": strides, "WindowSize": window, "StartPadding": start, "Dilations": dilations}
+    table, valid = window_table(shape, out, params)
+    ours = table[np.arange(table.shape[0]), x.ravel()[table].argmax(axis=1)]
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=list(window), strides=list(strides),
+                            dilations=list(dilations), pads=list(start) + list(end))
+    graph = helper.make_graph([node], "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("i", TensorProto.INT64, None)])
+    model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21)])
+    _, indices = ort.InferenceSession(model.SerializeToString(), providers=[CPU]).run(None, {"x": x})
+    assert valid.all()
+    np.testing.assert_array_equal(ours, indices.ravel())
 
 
 def _failing_session(kind: str, message: str) -> Callable[..., Any]:

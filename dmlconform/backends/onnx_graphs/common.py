@@ -15,10 +15,18 @@ import numpy as np
 from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
 from dmlconform.dtypes import DataType
+from dmlconform.ops.base import Description
 
 IR_VERSION = 10
 OPSET = 21
 OUTPUT = "OutputGradientTensor"
+
+#: Narrow integer types are compared and selected in a wider signed type that holds every value exactly.
+#: Measured on an H100 with onnxruntime-gpu 1.31.1: the CUDA provider has no Greater/Where (or no
+#: LessOrEqual) kernel for INT8, INT16, UINT8, UINT16 or UINT32, so without widening those cases could only
+#: be NOT_SUPPORTED there. One Cast back gives the same bits as computing in the narrow type.
+WIDER = {DataType.INT8: DataType.INT32, DataType.INT16: DataType.INT32, DataType.UINT8: DataType.INT32,
+         DataType.UINT16: DataType.INT32, DataType.UINT32: DataType.INT64}
 
 #: Integer types that ORT's CPU kernel for Where lacks (measured: notes/onnxruntime.md §2.1). For these the
 #: select is a multiply by the 0/1 mask, which is exact for integers. Floats never take the multiply: it would
@@ -116,6 +124,27 @@ def select(b: GraphBuilder, keep: str, value: str, dtype: DataType) -> str:
             raise AssertionError("a float select must not become a multiply")
         return b.op("Mul", [value, b.cast(keep, dtype)], "masked")
     return b.op("Where", [keep, value, b.zero(dtype)], "selected")
+
+
+def widen(b: GraphBuilder, value: str, dtype: DataType) -> tuple[str, DataType]:
+    """`value` in the type the select graphs compute in (WIDER), with that type."""
+    work = WIDER.get(dtype, dtype)
+    return (value if work is dtype else b.cast(value, work)), work
+
+
+def select_gradient(name: str, desc: Description, keep: Callable[[GraphBuilder, str, DataType], str],
+                    recipe: str) -> Graph:
+    """The element-wise select gradients: dX = keep(X) ? dY : 0, computed in the WIDER type and cast back."""
+    dtype, shape = desc.output.dtype, desc.output.shape
+    b = GraphBuilder(name)
+    x, work = widen(b, b.input("InputTensor", dtype, shape), dtype)
+    dy, _ = widen(b, b.input("InputGradientTensor", dtype, shape), dtype)
+    out = select(b, keep(b, x, work), dy, work)
+    if work is not dtype:
+        out = b.cast(out, dtype)
+    how = "Mul by mask" if "masked" in out else "Where"
+    wide = f" in {work.name}, cast back" if work is not dtype else ""
+    return b.finish(out, dtype, shape, f"{recipe} -> {how}{wide}")
 
 
 def flat(b: GraphBuilder, value: str) -> str:
