@@ -28,10 +28,11 @@ OUTPUT = "OutputGradientTensor"
 WIDER = {DataType.INT8: DataType.INT32, DataType.INT16: DataType.INT32, DataType.UINT8: DataType.INT32,
          DataType.UINT16: DataType.INT32, DataType.UINT32: DataType.INT64}
 
-#: Integer types that ORT's CPU kernel for Where lacks (measured: notes/onnxruntime.md §2.1). For these the
-#: select is a multiply by the 0/1 mask, which is exact for integers. Floats never take the multiply: it would
-#: turn 0·NaN and 0·Inf into NaN where a select gives 0.
-WHERE_MISSING = frozenset({DataType.INT16, DataType.UINT16, DataType.UINT64})
+#: Types the selects still compute in (after WIDER) that ORT's CPU kernel for Where lacks (notes/onnxruntime.md
+#: §2.1 also lists INT16 and UINT16, which WIDER turns into INT32). For these the select is a multiply by the 0/1
+#: mask, which is exact for integers. Floats never take the multiply: it would turn 0·NaN and 0·Inf into NaN
+#: where a select gives 0.
+WHERE_MISSING = frozenset({DataType.UINT64})
 
 
 class GraphUnsupported(Exception):
