@@ -82,6 +82,3 @@ _NUMPY = {
     DataType.UINT16: "uint16",
     DataType.UINT8: "uint8",
 }
-
-FLOATS = frozenset({DataType.FLOAT64, DataType.FLOAT32, DataType.FLOAT16})
-ALL = frozenset(DataType)
