@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dmlconform.compare import bound
+from dmlconform.compare.accumulation import Accumulation
 from dmlconform.compare.tolerance import RuleKind, Tolerance
-from dmlconform.compare.ulp import ulp_distance, ulp_of
+from dmlconform.compare.ulp import ulp_distance
 from dmlconform.dtypes import DataType
-from dmlconform.ops.base import Accumulation
 
 WORST_SHOWN = 5
 
@@ -96,14 +97,15 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
     allowed: np.ndarray | None = None
     if tolerance.kind is RuleKind.BOUND:
         assert accumulation is not None
-        count = np.broadcast_to(accumulation.count, shape).ravel()[where].astype(np.float64)
+        count = np.broadcast_to(accumulation.count, shape).ravel()[where]
         abs_sum = np.broadcast_to(accumulation.abs_sum, shape).ravel()[where]
-        k = count if tolerance.k is None else tolerance.k
-        with np.errstate(invalid="ignore", over="ignore"):
-            allowed = k * dtype.unit_roundoff * abs_sum + ulp_of(e)
+        unit = np.broadcast_to(accumulation.unit_weights, shape).ravel()[where]
+        allowed = bound.allowance(e, count, abs_sum, unit, dtype, tolerance.k)
         ok_finite = finite & (abs_error <= allowed)
         with np.errstate(invalid="ignore", divide="ignore"):
-            score = np.where(finite, abs_error / np.where(allowed > 0, allowed, np.inf), np.inf)
+            # An element allowed nothing that is off at all ranks above every element allowed something.
+            score = np.where(allowed > 0, abs_error / np.where(allowed > 0, allowed, 1.0), np.inf)
+            score = np.where(finite, np.where(abs_error == 0, 0.0, score), np.inf)
     else:
         limit = 0 if tolerance.kind is RuleKind.EXACT else tolerance.ulps
         ok_finite = finite & (ulps <= np.uint64(limit))
@@ -124,7 +126,9 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
         if allowed is None:
             limit_text = "0 ULP" if tolerance.kind is RuleKind.EXACT else f"{tolerance.ulps} ULP"
         else:
-            limit_text = f"|err| <= {float(allowed[i]):.6g}"
+            assert accumulation is not None
+            limit_text = bound.explain(float(e[i]), int(count[i]), float(abs_sum[i]), bool(unit[i]), dtype,
+                                       tolerance.k)
         worst.append(_element(e, a, where, shape, i, int(ulps[i]) if finite[i] else None, limit_text))
     return Judgement(False, tolerance, mismatches, max_ulp, max_abs, _unravel(int(where[order[0]]), shape), worst)
 

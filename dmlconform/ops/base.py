@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dmlconform.compare.accumulation import Accumulation
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.dtypes import DataType
 from dmlconform.feature_levels import FeatureLevel, SupportTable
@@ -95,15 +96,6 @@ class Param:
                     raise ParamError(f"{self.name}[{i}]", f"{item} does not fit a DML {field_type}")
                 values.append(item)
         return tuple(values)
-
-
-@dataclass(frozen=True)
-class Accumulation:
-    """What the `bound` rule needs, per output element: the float64 sum, Σ|w·dy| and the term count."""
-
-    value: np.ndarray
-    abs_sum: np.ndarray
-    count: np.ndarray
 
 
 @dataclass

@@ -13,12 +13,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from dmlconform.compare.accumulation import Accumulation
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.dtypes import DataType as T
 from dmlconform.feature_levels import FeatureLevel as L
 from dmlconform.feature_levels import SupportRow, SupportTable
 from dmlconform.ops.base import (
-    Accumulation,
     Description,
     DescriptionError,
     Operator,

@@ -13,15 +13,16 @@ vice versa. The two agree wherever the offsets are equal.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
+from dmlconform.compare.accumulation import Accumulation
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.dtypes import DataType as T
 from dmlconform.feature_levels import FeatureLevel as L
 from dmlconform.feature_levels import SupportRow, SupportTable
 from dmlconform.ops.base import (
-    Accumulation,
     Description,
     DescriptionError,
     Operator,
@@ -41,23 +42,54 @@ def source_coordinates(n_out: int, scale: float, input_offset: float, output_off
         return ((o - f32(output_offset)) / f32(scale) - f32(input_offset)).astype(np.float32)
 
 
-def axis_weights(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float,
-                 mode: str, rounding: str) -> np.ndarray:
-    """W[o, i]: the weight with which forward input i contributes to forward output o (float64)."""
+@dataclass(frozen=True)
+class AxisTaps:
+    """The forward's taps along one axis: output `rows[j]` reads input `cols[j]` with weight `weights[j]`.
+
+    Only taps of non-zero weight are kept, and two taps clamped onto the same input stay two taps:
+    an implementation multiplies and adds each one, so each is a term of the sum.
+    """
+
+    n_in: int
+    n_out: int
+    rows: np.ndarray
+    cols: np.ndarray
+    weights: np.ndarray
+
+    def matrix(self) -> np.ndarray:
+        """W[o, i]: the total weight with which forward input i contributes to forward output o (float64)."""
+        w = np.zeros((self.n_out, self.n_in), dtype=np.float64)
+        np.add.at(w, (self.rows, self.cols), self.weights)
+        return w
+
+    def terms_per_input(self) -> np.ndarray:
+        return np.bincount(self.cols, minlength=self.n_in)
+
+    def unit_per_input(self) -> np.ndarray:
+        """Whether every tap landing on each input has weight ±1."""
+        return np.bincount(self.cols, weights=np.abs(self.weights) != 1, minlength=self.n_in) == 0
+
+
+def axis_taps(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float,
+              mode: str, rounding: str) -> AxisTaps:
     x = source_coordinates(n_out, scale, input_offset, output_offset).astype(np.float64)
-    w = np.zeros((n_out, n_in), dtype=np.float64)
     rows = np.arange(n_out)
     if mode == "NEAREST_NEIGHBOR":
         pick = np.floor(x) if rounding == "DECREASING" else np.ceil(x)
-        np.add.at(w, (rows, np.clip(pick, 0, n_in - 1).astype(np.int64)), 1.0)
-        return w
+        return AxisTaps(n_in, n_out, rows, np.clip(pick, 0, n_in - 1).astype(np.int64), np.ones(n_out))
     low = np.floor(x)
     t = x - low  # exact: x is a float32 value
-    low_index = np.clip(low, 0, n_in - 1).astype(np.int64)
-    high_index = np.clip(low + 1, 0, n_in - 1).astype(np.int64)
-    np.add.at(w, (rows, low_index), 1.0 - t)
-    np.add.at(w, (rows, high_index), t)
-    return w
+    rows = np.concatenate([rows, rows])
+    cols = np.clip(np.concatenate([low, low + 1]), 0, n_in - 1).astype(np.int64)
+    weights = np.concatenate([1.0 - t, t])
+    keep = weights != 0
+    return AxisTaps(n_in, n_out, rows[keep], cols[keep], weights[keep])
+
+
+def axis_weights(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float,
+                 mode: str, rounding: str) -> np.ndarray:
+    """W[o, i]: the weight with which forward input i contributes to forward output o (float64)."""
+    return axis_taps(n_in, n_out, scale, input_offset, output_offset, mode, rounding).matrix()
 
 
 def apply_transposed(dy: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
@@ -82,12 +114,15 @@ def apply_transposed(dy: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def contribution_counts(weights: list[np.ndarray]) -> np.ndarray:
-    """Terms summed into each dX element: the product of the per-axis counts of non-zero weights."""
+def contribution_counts(taps: list[AxisTaps]) -> tuple[np.ndarray, np.ndarray]:
+    """Per dX element: the number of terms summed into it (the product of the per-axis tap counts), and
+    whether every one of their weights is ±1 (the per-axis weights multiply)."""
     count = np.ones((), dtype=np.int64)
-    for w in weights:
-        count = np.multiply.outer(count, np.count_nonzero(w, axis=0))
-    return count
+    unit = np.ones((), dtype=bool)
+    for axis in taps:
+        count = np.multiply.outer(count, axis.terms_per_input())
+        unit = np.logical_and.outer(unit, axis.unit_per_input())
+    return count, unit
 
 
 class ResampleGrad1(Operator):
@@ -114,27 +149,32 @@ class ResampleGrad1(Operator):
                     raise DescriptionError(f"{name}[{i}]", f"{offset} must be finite")
 
     def weights(self, desc: Description, variant: str | None = None) -> list[np.ndarray]:
+        """Per axis, the dense forward weight matrix W[o, i]."""
+        return [axis.matrix() for axis in self.taps(desc, variant)]
+
+    def taps(self, desc: Description, variant: str | None = None) -> list[AxisTaps]:
         p = desc.params
         ipo, opo = p["InputPixelOffsets"], p["OutputPixelOffsets"]
         if (variant or self.variants[0]) == "swapped":
             ipo, opo = opo, ipo
         dy = desc.tensors["InputGradientTensor"].shape
         dx = desc.output.shape
-        return [axis_weights(dx[a], dy[a], p["Scales"][a], ipo[a], opo[a], p["InterpolationMode"],
+        return [axis_taps(dx[a], dy[a], p["Scales"][a], ipo[a], opo[a], p["InterpolationMode"],
                              p["RoundingDirection"]) for a in range(len(dx))]
 
     def reference(self, desc: Description, inputs: Mapping[str, np.ndarray], variant: str | None = None
                   ) -> Reference:
         dy = inputs["InputGradientTensor"]
-        weights = self.weights(desc, variant)
+        taps = self.taps(desc, variant)
+        weights = [axis.matrix() for axis in taps]
         dy64 = dy.astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
             value = apply_transposed(dy64, weights)
             abs_sum = apply_transposed(np.abs(dy64), [np.abs(w) for w in weights])
             out = value.astype(dy.dtype)
-        count = contribution_counts(weights)
+        count, unit = contribution_counts(taps)
         return Reference({"OutputGradientTensor": out},
-                         {"OutputGradientTensor": Accumulation(value, abs_sum, count)})
+                         {"OutputGradientTensor": Accumulation(value, abs_sum, count, unit)})
 
     def default_tolerance(self, desc: Description, ref: Reference) -> Tolerance:
         return Tolerance.bound()

@@ -6,7 +6,7 @@ import pytest
 from dmlconform.compare.comparator import judge
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.dtypes import DataType
-from dmlconform.ops.base import Accumulation
+from dmlconform.compare.accumulation import Accumulation
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -71,37 +71,87 @@ def test_integers_are_exact_whatever_the_rule_and_64_bit_differences_are_exact()
     assert not verdict.passed and verdict.max_ulp == 2**64 - 1
 
 
-def _bound_case(actual_offset_units: float, count: int = 4, abs_sum: float = 8.0):
-    value = np.array([2.0])
-    accumulation = Accumulation(value, np.array([abs_sum]), np.array([count]))
-    u = F32.unit_roundoff
-    allowed = count * u * abs_sum + np.spacing(np.float32(2.0))
-    actual = np.array([2.0 + actual_offset_units * allowed], dtype=np.float32)
-    return f32(2.0), actual, accumulation
+def _acc(value: float, abs_sum: float, count: int, unit: bool) -> Accumulation:
+    return Accumulation(np.array([value]), np.array([abs_sum]), np.array([count]), np.array([unit]))
 
 
-def test_bound_default_k_is_the_contribution_count():
-    expected, inside, accumulation = _bound_case(0.9)
-    assert judge(expected, inside, F32, Tolerance.bound(), accumulation).passed
-    expected, outside, accumulation = _bound_case(1.5)
-    verdict = judge(expected, outside, F32, Tolerance.bound(), accumulation)
+def _gamma(k: float, u: float) -> float:
+    return k * u / (1 - k * u)
+
+
+def _next_up(x: np.ndarray, steps: int = 1) -> np.ndarray:
+    out = x.copy()
+    for _ in range(steps):
+        out = np.nextafter(out, np.array(np.inf, dtype=x.dtype))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [F16, F32])
+def test_bound_allows_only_signed_zero_where_nothing_lands(dtype):
+    expected = np.zeros(3, dtype=dtype.numpy)
+    accumulation = Accumulation(np.zeros(3), np.zeros(3), np.zeros(3, dtype=np.int64), np.ones(3, dtype=bool))
+    assert judge(expected, np.array([0.0, -0.0, 0.0], dtype=dtype.numpy), dtype, Tolerance.bound(),
+                 accumulation).passed
+    smallest_denormal = np.array([0.0, 0.0, np.finfo(dtype.numpy).smallest_subnormal], dtype=dtype.numpy)
+    verdict = judge(expected, smallest_denormal, dtype, Tolerance.bound(), accumulation)
+    assert not verdict.passed and verdict.worst_index == (2,)
+    assert "no term lands" in verdict.worst[0].allowed
+    # An explicit K, however large, does not loosen it.
+    assert not judge(expected, smallest_denormal, dtype, Tolerance.bound(1000.0), accumulation).passed
+
+
+@pytest.mark.parametrize("dtype", [F16, F32])
+def test_bound_holds_a_unit_weight_copy_exact(dtype):
+    golden = np.array([1.375], dtype=dtype.numpy)
+    accumulation = _acc(1.375, 1.375, 1, True)
+    verdict = judge(golden, _next_up(golden), dtype, Tolerance.bound(), accumulation)
+    assert not verdict.passed and verdict.max_ulp == 1
+    assert "one copy" in verdict.worst[0].allowed
+    assert not judge(golden, _next_up(golden), dtype, Tolerance.bound(50.0), accumulation).passed
+    zero = np.array([0.0], dtype=dtype.numpy)
+    assert judge(zero, -zero, dtype, Tolerance.bound(), _acc(-0.0, 0.0, 1, True)).passed
+
+
+def _largest_accepted_and_first_rejected(golden: np.ndarray, allowed: float):
+    """The furthest float above golden within `allowed`, and the next one (which is beyond it)."""
+    inside = golden.copy()
+    while float(_next_up(inside)[0]) - float(golden[0]) <= allowed:
+        inside = _next_up(inside)
+    return inside, _next_up(inside)
+
+
+@pytest.mark.parametrize("dtype", [F16, F32])
+@pytest.mark.parametrize("count,unit,abs_sum", [(1, False, 0.75), (2, True, 3.0), (4, True, 10.0), (3, False, 6.5)])
+def test_bound_accepts_up_to_gamma_k_m_plus_half_ulp_and_no_further(dtype, count, unit, abs_sum):
+    golden = np.array([0.75], dtype=dtype.numpy)
+    u = dtype.unit_roundoff
+    k = (count - 1) + (0 if unit else 2)
+    allowed = _gamma(k, u) * abs_sum + 0.5 * float(np.spacing(golden[0]))
+    inside, outside = _largest_accepted_and_first_rejected(golden, allowed)
+    accumulation = _acc(0.75, abs_sum, count, unit)
+    assert judge(golden, inside, dtype, Tolerance.bound(), accumulation).passed
+    verdict = judge(golden, outside, dtype, Tolerance.bound(), accumulation)
     assert not verdict.passed
-    assert "|err| <=" in verdict.worst[0].allowed
+    assert f"K={k}," in verdict.worst[0].allowed and f"n={count}" in verdict.worst[0].allowed
 
 
-def test_bound_with_explicit_k_is_stricter_or_looser():
-    expected, actual, accumulation = _bound_case(0.9, count=4)
-    assert not judge(expected, actual, F32, Tolerance.bound(1.0), accumulation).passed
-    assert judge(expected, actual, F32, Tolerance.bound(10.0), accumulation).passed
+def test_bound_with_explicit_k_replaces_the_default_k():
+    golden = f32(2.0)
+    accumulation = _acc(2.0, 8.0, 4, True)  # default K = 3
+    u = F32.unit_roundoff
+    four_k = _gamma(4, u) * 8.0 + 0.5 * float(np.spacing(np.float32(2.0)))
+    inside, outside = _largest_accepted_and_first_rejected(golden, four_k)
+    assert not judge(golden, inside, F32, Tolerance.bound(), accumulation).passed
+    assert judge(golden, inside, F32, Tolerance.bound(4.0), accumulation).passed
+    assert not judge(golden, outside, F32, Tolerance.bound(4.0), accumulation).passed
 
 
-def test_bound_with_no_contribution_allows_only_one_ulp_of_zero():
-    expected = np.zeros(2, dtype=np.float16)
-    accumulation = Accumulation(np.zeros(2), np.zeros(2), np.zeros(2, dtype=np.int64))
-    tiny = np.array([0.0, 2.0**-24], dtype=np.float16)
-    assert judge(expected, tiny, F16, Tolerance.bound(), accumulation).passed
-    small = np.array([0.0, 2.0**-23], dtype=np.float16)
-    assert not judge(expected, small, F16, Tolerance.bound(), accumulation).passed
+def test_bound_ranks_an_element_that_should_be_exact_first():
+    golden = np.array([0.0, 1.0], dtype=np.float32)
+    accumulation = Accumulation(np.array([0.0, 1.0]), np.array([0.0, 64.0]), np.array([0, 64]), True)
+    actual = np.array([1e-45, 1.0 + 2.0**-10], dtype=np.float32)  # both outside their limits
+    verdict = judge(golden, actual, F32, Tolerance.bound(), accumulation)
+    assert verdict.mismatches == 2 and verdict.worst_index == (0,)
 
 
 def test_bound_needs_accumulation_data():
