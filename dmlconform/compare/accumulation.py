@@ -19,10 +19,14 @@ class Accumulation:
     abs_sum: M = Σ |t_i|.
     count: n, the number of terms (a LINEAR tap whose weight is 0 is not a term; two taps clamped onto
         the same element are two terms, because an implementation multiplies and adds them separately).
-    unit_weights: whether every weight w_i is exactly ±1 (then a product is a copy and cannot round).
+    weight_factors: f, how many factors of a term's weight are not ±1 (a resample weight is the product
+        of one weight per axis). 0 means every weight is ±1: each product is a copy and cannot round.
+    abs_gradient_sum: D = Σ |dy_i|, what a weight that underflows as it is rounded can cost (read only
+        where f > 0).
     """
 
     value: np.ndarray
     abs_sum: np.ndarray
     count: np.ndarray
-    unit_weights: np.ndarray | bool = True
+    weight_factors: np.ndarray | int = 0
+    abs_gradient_sum: np.ndarray | float = 0.0

@@ -1,15 +1,22 @@
 """The `bound` rule of contract v1.1 (§3), element by element. Derivation: docs/tolerances.md.
 
-For an element with `n` terms `t_i = w_i·dy_i`, float64 sum `v`, `M = Σ|t_i|` and golden `g = fl(v)`:
+For an element with `n` terms `t_i = w_i·dy_i`, float64 sum `v`, `M = Σ|t_i|`, `D = Σ|dy_i|`, golden
+`g = fl(v)`, and `f` weight factors that are not ±1 (0 when every weight is ±1):
 
 * `n = 0`: only ±0 is right; nothing may appear where nothing lands.
-* `n = 1` with weight ±1: the element is a copy, which no legitimate implementation can round: exact.
-* otherwise `|actual − g| <= γ_K·M + ½·ulp(g)`, `γ_K = K·u/(1 − K·u)`, `K = (n − 1) + p` with `p = 0`
-  when every weight is ±1 and 2 otherwise, unless the case names K.
+* `n = 1` and `f = 0`: the element is a copy, which no legitimate implementation can round: exact.
+* otherwise `|actual − g| <= γ_K·M + ½·ulp(g) + U` with `K = (n − 1) + p`, `p = 2f`, and
+  `U = (1 + γ_{K+1})·½·s·(n + (2f − 1)·D)` where `f > 0` (else 0), `s` the data type's smallest
+  subnormal.
 
-`γ_K·M` covers any summation order, accumulation in the data type or wider, fused multiply-add, the
-weight rounded to the data type and each product rounded once (Higham, *Accuracy and Stability of
-Numerical Algorithms*, §3.1 and §4.2); `½·ulp(g)` covers the golden's own single rounding.
+Two refinements of the contract's text, both derived in docs/tolerances.md and both forced by a
+legitimate implementation that the text's formula rejects:
+* `p = 2f` generalises the contract's `p = 2` (which is the `f = 1` case): a separable weight
+  `w = Π_a w_a` may round each factor and each product of factors once.
+* `U` is gradual underflow (Higham §2.1): a product, or a weight rounded to the data type, that lands
+  among the subnormals is off by up to `½·s` absolutely, not relatively.
+
+`γ_K = K·u/(1 − K·u)`; a case may name K, which replaces the default K only.
 """
 
 from __future__ import annotations
@@ -19,13 +26,13 @@ import numpy as np
 from dmlconform.compare.ulp import ulp_of
 from dmlconform.dtypes import DataType
 
-#: p in K = (n − 1) + p for a term whose weight is not ±1: the weight may be rounded, then the product.
-WEIGHT_ROUNDINGS = 2
+#: Roundings per weight factor that is not ±1: the factor itself, and the product that takes it in.
+ROUNDINGS_PER_FACTOR = 2
 
 
-def default_k(count: np.ndarray, unit_weights: np.ndarray) -> np.ndarray:
-    """K = (n − 1) + p per element (meaningful where n >= 1)."""
-    return (count.astype(np.float64) - 1) + np.where(unit_weights, 0, WEIGHT_ROUNDINGS)
+def default_k(count: np.ndarray, weight_factors: np.ndarray) -> np.ndarray:
+    """K = (n − 1) + 2f per element (meaningful where n >= 1)."""
+    return (count.astype(np.float64) - 1) + ROUNDINGS_PER_FACTOR * weight_factors
 
 
 def gamma(k: np.ndarray | float, dtype: DataType) -> np.ndarray:
@@ -35,31 +42,36 @@ def gamma(k: np.ndarray | float, dtype: DataType) -> np.ndarray:
         return np.where(ku < 1, ku / (1 - ku), np.inf)
 
 
-def must_be_exact(count: np.ndarray, unit_weights: np.ndarray) -> np.ndarray:
+def must_be_exact(count: np.ndarray, weight_factors: np.ndarray) -> np.ndarray:
     """Elements no legitimate implementation can round: nothing lands there, or one copy does."""
-    return (count == 0) | ((count == 1) & unit_weights)
+    return (count == 0) | ((count == 1) & (weight_factors == 0))
 
 
-def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, unit_weights: np.ndarray,
-              dtype: DataType, k: float | None = None) -> np.ndarray:
+def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight_factors: np.ndarray,
+              abs_gradient_sum: np.ndarray, dtype: DataType, k: float | None = None) -> np.ndarray:
     """The largest |actual − golden| the rule accepts, per element, as float64 (0 means exact).
 
-    All arrays have the same shape. An explicit K replaces the default K only; the exact cases stay
-    exact, because they do not depend on how an implementation sums.
+    All arrays have the same shape; `golden` has the data type's own type. An explicit K replaces the
+    default K only; the exact cases stay exact, because they do not depend on how anything is summed.
     """
-    kk = default_k(count, unit_weights) if k is None else np.full(count.shape, float(k))
+    kk = default_k(count, weight_factors) if k is None else np.full(count.shape, float(k))
+    smallest = float(np.finfo(dtype.numpy).smallest_subnormal)
+    weight_roundings = np.maximum(ROUNDINGS_PER_FACTOR * weight_factors - 1, 0)
     with np.errstate(invalid="ignore", over="ignore"):
-        allowed = gamma(kk, dtype) * abs_sum + 0.5 * ulp_of(golden)
-    return np.where(must_be_exact(count, unit_weights), 0.0, allowed)
+        rounding = gamma(kk, dtype) * abs_sum + 0.5 * ulp_of(golden)
+        underflow = (1 + gamma(kk + 1, dtype)) * 0.5 * smallest * (count + weight_roundings * abs_gradient_sum)
+        allowed = rounding + np.where(weight_factors > 0, underflow, 0.0)
+    return np.where(must_be_exact(count, weight_factors), 0.0, allowed)
 
 
-def explain(golden: float, count: int, abs_sum: float, unit: bool, dtype: DataType, k: float | None) -> str:
+def explain(golden: np.floating, count: int, abs_sum: float, weight_factors: int, abs_gradient_sum: float,
+            dtype: DataType, k: float | None) -> str:
     """One line naming the branch of the rule that decided an element, with its numbers."""
     if count == 0:
         return "±0 (no term lands here)"
-    if count == 1 and unit:
+    if count == 1 and weight_factors == 0:
         return "exact (one copy, weight ±1)"
-    kk = float(default_k(np.array([count]), np.array([unit]))[0]) if k is None else float(k)
-    limit = float(allowance(np.array([golden]), np.array([count]), np.array([abs_sum]), np.array([unit]),
-                            dtype, k)[0])
-    return f"|err| <= {limit:.6g} (γ_K·M + ½ulp, K={kk:g}, n={count}, M={abs_sum:.6g})"
+    kk = float(default_k(np.array([count]), np.array([weight_factors]))[0]) if k is None else float(k)
+    limit = float(allowance(np.array([golden], dtype=dtype.numpy), np.array([count]), np.array([abs_sum]),
+                            np.array([weight_factors]), np.array([abs_gradient_sum]), dtype, k)[0])
+    return f"|err| <= {limit:.6g} (γ_K·M + ½ulp(g), K={kk:g}, n={count}, M={abs_sum:.6g})"

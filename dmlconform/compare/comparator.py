@@ -99,8 +99,9 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
         assert accumulation is not None
         count = np.broadcast_to(accumulation.count, shape).ravel()[where]
         abs_sum = np.broadcast_to(accumulation.abs_sum, shape).ravel()[where]
-        unit = np.broadcast_to(accumulation.unit_weights, shape).ravel()[where]
-        allowed = bound.allowance(e, count, abs_sum, unit, dtype, tolerance.k)
+        factors = np.broadcast_to(accumulation.weight_factors, shape).ravel()[where]
+        gradients = np.broadcast_to(accumulation.abs_gradient_sum, shape).ravel()[where]
+        allowed = bound.allowance(e, count, abs_sum, factors, gradients, dtype, tolerance.k)
         ok_finite = finite & (abs_error <= allowed)
         with np.errstate(invalid="ignore", divide="ignore"):
             # An element allowed nothing that is off at all ranks above every element allowed something.
@@ -127,8 +128,8 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
             limit_text = "0 ULP" if tolerance.kind is RuleKind.EXACT else f"{tolerance.ulps} ULP"
         else:
             assert accumulation is not None
-            limit_text = bound.explain(float(e[i]), int(count[i]), float(abs_sum[i]), bool(unit[i]), dtype,
-                                       tolerance.k)
+            limit_text = bound.explain(e[i], int(count[i]), float(abs_sum[i]), int(factors[i]), float(gradients[i]),
+                                       dtype, tolerance.k)
         worst.append(_element(e, a, where, shape, i, int(ulps[i]) if finite[i] else None, limit_text))
     return Judgement(False, tolerance, mismatches, max_ulp, max_abs, _unravel(int(where[order[0]]), shape), worst)
 

@@ -58,16 +58,23 @@ class AxisTaps:
 
     def matrix(self) -> np.ndarray:
         """W[o, i]: the total weight with which forward input i contributes to forward output o (float64)."""
+        return self._scatter(self.weights)
+
+    def tap_matrix(self) -> np.ndarray:
+        """C[o, i]: how many taps of output o land on input i (0, 1, or 2 where two taps clamp together)."""
+        return self._scatter(np.ones(self.weights.shape))
+
+    def _scatter(self, values: np.ndarray) -> np.ndarray:
         w = np.zeros((self.n_out, self.n_in), dtype=np.float64)
-        np.add.at(w, (self.rows, self.cols), self.weights)
+        np.add.at(w, (self.rows, self.cols), values)
         return w
 
     def terms_per_input(self) -> np.ndarray:
         return np.bincount(self.cols, minlength=self.n_in)
 
-    def unit_per_input(self) -> np.ndarray:
-        """Whether every tap landing on each input has weight ±1."""
-        return np.bincount(self.cols, weights=np.abs(self.weights) != 1, minlength=self.n_in) == 0
+    def rounding_per_input(self) -> np.ndarray:
+        """1 where some tap landing on the input has a weight other than ±1 (a factor that may round), else 0."""
+        return (np.bincount(self.cols, weights=np.abs(self.weights) != 1, minlength=self.n_in) > 0).astype(np.int64)
 
 
 def axis_taps(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float,
@@ -116,13 +123,13 @@ def apply_transposed(dy: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
 
 def contribution_counts(taps: list[AxisTaps]) -> tuple[np.ndarray, np.ndarray]:
     """Per dX element: the number of terms summed into it (the product of the per-axis tap counts), and
-    whether every one of their weights is ±1 (the per-axis weights multiply)."""
+    the number of axes whose weight factor may round (a term's weight is the product of its axes')."""
     count = np.ones((), dtype=np.int64)
-    unit = np.ones((), dtype=bool)
+    factors = np.zeros((), dtype=np.int64)
     for axis in taps:
         count = np.multiply.outer(count, axis.terms_per_input())
-        unit = np.logical_and.outer(unit, axis.unit_per_input())
-    return count, unit
+        factors = np.add.outer(factors, axis.rounding_per_input())
+    return count, factors
 
 
 class ResampleGrad1(Operator):
@@ -171,10 +178,12 @@ class ResampleGrad1(Operator):
         with np.errstate(invalid="ignore", over="ignore"):
             value = apply_transposed(dy64, weights)
             abs_sum = apply_transposed(np.abs(dy64), [np.abs(w) for w in weights])
+            abs_gradient_sum = apply_transposed(np.abs(dy64), [axis.tap_matrix() for axis in taps])
             out = value.astype(dy.dtype)
-        count, unit = contribution_counts(taps)
+        count, factors = contribution_counts(taps)
         return Reference({"OutputGradientTensor": out},
-                         {"OutputGradientTensor": Accumulation(value, abs_sum, count, unit)})
+                         {"OutputGradientTensor": Accumulation(value, abs_sum, count, factors,
+                                                                       abs_gradient_sum)})
 
     def default_tolerance(self, desc: Description, ref: Reference) -> Tolerance:
         return Tolerance.bound()

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from dmlconform.compare.accumulation import Accumulation
 from dmlconform.compare.comparator import judge
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.dtypes import DataType
-from dmlconform.compare.accumulation import Accumulation
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -71,8 +71,9 @@ def test_integers_are_exact_whatever_the_rule_and_64_bit_differences_are_exact()
     assert not verdict.passed and verdict.max_ulp == 2**64 - 1
 
 
-def _acc(value: float, abs_sum: float, count: int, unit: bool) -> Accumulation:
-    return Accumulation(np.array([value]), np.array([abs_sum]), np.array([count]), np.array([unit]))
+def _acc(value: float, abs_sum: float, count: int, factors: int, gradients: float = 0.0) -> Accumulation:
+    return Accumulation(np.array([value]), np.array([abs_sum]), np.array([count]), np.array([factors]),
+                        np.array([gradients]))
 
 
 def _gamma(k: float, u: float) -> float:
@@ -89,7 +90,7 @@ def _next_up(x: np.ndarray, steps: int = 1) -> np.ndarray:
 @pytest.mark.parametrize("dtype", [F16, F32])
 def test_bound_allows_only_signed_zero_where_nothing_lands(dtype):
     expected = np.zeros(3, dtype=dtype.numpy)
-    accumulation = Accumulation(np.zeros(3), np.zeros(3), np.zeros(3, dtype=np.int64), np.ones(3, dtype=bool))
+    accumulation = Accumulation(np.zeros(3), np.zeros(3), np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64))
     assert judge(expected, np.array([0.0, -0.0, 0.0], dtype=dtype.numpy), dtype, Tolerance.bound(),
                  accumulation).passed
     smallest_denormal = np.array([0.0, 0.0, np.finfo(dtype.numpy).smallest_subnormal], dtype=dtype.numpy)
@@ -103,13 +104,13 @@ def test_bound_allows_only_signed_zero_where_nothing_lands(dtype):
 @pytest.mark.parametrize("dtype", [F16, F32])
 def test_bound_holds_a_unit_weight_copy_exact(dtype):
     golden = np.array([1.375], dtype=dtype.numpy)
-    accumulation = _acc(1.375, 1.375, 1, True)
+    accumulation = _acc(1.375, 1.375, 1, 0)
     verdict = judge(golden, _next_up(golden), dtype, Tolerance.bound(), accumulation)
     assert not verdict.passed and verdict.max_ulp == 1
     assert "one copy" in verdict.worst[0].allowed
     assert not judge(golden, _next_up(golden), dtype, Tolerance.bound(50.0), accumulation).passed
     zero = np.array([0.0], dtype=dtype.numpy)
-    assert judge(zero, -zero, dtype, Tolerance.bound(), _acc(-0.0, 0.0, 1, True)).passed
+    assert judge(zero, -zero, dtype, Tolerance.bound(), _acc(-0.0, 0.0, 1, 0)).passed
 
 
 def _largest_accepted_and_first_rejected(golden: np.ndarray, allowed: float):
@@ -121,14 +122,17 @@ def _largest_accepted_and_first_rejected(golden: np.ndarray, allowed: float):
 
 
 @pytest.mark.parametrize("dtype", [F16, F32])
-@pytest.mark.parametrize("count,unit,abs_sum", [(1, False, 0.75), (2, True, 3.0), (4, True, 10.0), (3, False, 6.5)])
-def test_bound_accepts_up_to_gamma_k_m_plus_half_ulp_and_no_further(dtype, count, unit, abs_sum):
+@pytest.mark.parametrize("count,factors,abs_sum", [(1, 1, 0.75), (2, 0, 3.0), (4, 0, 10.0), (3, 1, 6.5), (4, 2, 2.5),
+                                                  (1, 3, 0.75)])
+def test_bound_accepts_up_to_gamma_k_m_plus_half_ulp_and_no_further(dtype, count, factors, abs_sum):
     golden = np.array([0.75], dtype=dtype.numpy)
     u = dtype.unit_roundoff
-    k = (count - 1) + (0 if unit else 2)
+    k = (count - 1) + 2 * factors
     allowed = _gamma(k, u) * abs_sum + 0.5 * float(np.spacing(golden[0]))
+    if factors:  # the underflow term, negligible at 0.75 but part of the rule
+        allowed += (1 + _gamma(k + 1, u)) * 0.5 * float(np.finfo(dtype.numpy).smallest_subnormal) * count
     inside, outside = _largest_accepted_and_first_rejected(golden, allowed)
-    accumulation = _acc(0.75, abs_sum, count, unit)
+    accumulation = _acc(0.75, abs_sum, count, factors)
     assert judge(golden, inside, dtype, Tolerance.bound(), accumulation).passed
     verdict = judge(golden, outside, dtype, Tolerance.bound(), accumulation)
     assert not verdict.passed
@@ -137,7 +141,7 @@ def test_bound_accepts_up_to_gamma_k_m_plus_half_ulp_and_no_further(dtype, count
 
 def test_bound_with_explicit_k_replaces_the_default_k():
     golden = f32(2.0)
-    accumulation = _acc(2.0, 8.0, 4, True)  # default K = 3
+    accumulation = _acc(2.0, 8.0, 4, 0)  # default K = 3
     u = F32.unit_roundoff
     four_k = _gamma(4, u) * 8.0 + 0.5 * float(np.spacing(np.float32(2.0)))
     inside, outside = _largest_accepted_and_first_rejected(golden, four_k)
@@ -146,9 +150,29 @@ def test_bound_with_explicit_k_replaces_the_default_k():
     assert not judge(golden, outside, F32, Tolerance.bound(4.0), accumulation).passed
 
 
+@pytest.mark.parametrize("dtype", [F16, F32])
+def test_bound_allows_for_gradual_underflow_only_where_a_weight_may_round(dtype):
+    # Two LINEAR terms (weights 1/2, one factor each) in the subnormal range: a product rounded there is
+    # off by up to half the smallest subnormal, absolutely. The allowance covers n such roundings plus
+    # the weights' own, scaled by D = Σ|dy|; beyond it, an element fails.
+    s = float(np.finfo(dtype.numpy).smallest_subnormal)
+    u = dtype.unit_roundoff
+    golden = np.array([3 * s], dtype=dtype.numpy)
+    count, gradients, abs_sum = 2, 6 * s, 3 * s
+    k = (count - 1) + 2
+    allowed = _gamma(k, u) * abs_sum + 0.5 * s + (1 + _gamma(k + 1, u)) * 0.5 * s * (count + 1 * gradients)
+    assert 1.5 * s <= allowed < 2 * s
+    one_up, two_up = _next_up(golden), _next_up(golden, 2)
+    assert judge(golden, one_up, dtype, Tolerance.bound(), _acc(3 * s, abs_sum, count, 1, gradients)).passed
+    assert not judge(golden, two_up, dtype, Tolerance.bound(), _acc(3 * s, abs_sum, count, 1, gradients)).passed
+    # With unit weights nothing rounds among the subnormals (sums there are exact): a subnormal 1 ULP
+    # off fails.
+    assert not judge(golden, one_up, dtype, Tolerance.bound(), _acc(3 * s, abs_sum, count, 0, gradients)).passed
+
+
 def test_bound_ranks_an_element_that_should_be_exact_first():
     golden = np.array([0.0, 1.0], dtype=np.float32)
-    accumulation = Accumulation(np.array([0.0, 1.0]), np.array([0.0, 64.0]), np.array([0, 64]), True)
+    accumulation = Accumulation(np.array([0.0, 1.0]), np.array([0.0, 64.0]), np.array([0, 64]), 0)
     actual = np.array([1e-45, 1.0 + 2.0**-10], dtype=np.float32)  # both outside their limits
     verdict = judge(golden, actual, F32, Tolerance.bound(), accumulation)
     assert verdict.mismatches == 2 and verdict.worst_index == (0,)

@@ -108,19 +108,19 @@ def test_linear_sums_and_counts(describe):
     # clamp onto input 2: two products, so two terms, even though their weights add up to 1.
     assert acc.count.tolist() == [2, 3, 4]
     assert acc.abs_sum.tolist() == [2, 9, 52]
-    assert np.asarray(acc.unit_weights).tolist() == [False, False, False]
+    assert np.asarray(acc.weight_factors).tolist() == [1, 1, 1]
 
 
-def test_unit_weights_mark_elements_whose_every_term_is_a_copy(describe):
+def test_weight_factors_are_zero_where_every_term_is_a_copy(describe):
     dy = np.arange(1, 7, dtype=np.float32)
     nearest = run(describe, dy, (3,), params("NEAREST_NEIGHBOR", "DECREASING", [2.0], [0.0], [0.0]))
     acc = nearest.accumulation["OutputGradientTensor"]
-    assert acc.count.tolist() == [2, 2, 2] and np.asarray(acc.unit_weights).tolist() == [True, True, True]
+    assert acc.count.tolist() == [2, 2, 2] and np.asarray(acc.weight_factors).tolist() == [0, 0, 0]
     # Scale 1 with InputPixelOffset 1: x = o - 1 = -1, 0, 1, whole numbers, so every LINEAR tap has weight
     # exactly 1 (t = 0); x = -1 clamps onto input 0, and nothing reads input 2.
     shifted = run(describe, dy[:3], (3,), params("LINEAR", "DECREASING", [1.0], [1.0], [0.0]))
     acc = shifted.accumulation["OutputGradientTensor"]
-    assert acc.count.tolist() == [2, 1, 0] and np.asarray(acc.unit_weights).tolist() == [True, True, True]
+    assert acc.count.tolist() == [2, 1, 0] and np.asarray(acc.weight_factors).tolist() == [0, 0, 0]
 
 
 def test_zero_weights_never_touch_nonfinite_gradients(describe):

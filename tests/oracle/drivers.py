@@ -1,0 +1,501 @@
+"""Simulated drivers: the five operators derived a second time from the seed pages, with knobs.
+
+Nothing here imports `dmlconform.ops`' references: each operator is written again, as plain loops over
+the gradient's elements (the way a shader thread per element would see it), from the DirectML pages
+and contract §1. A driver is a `Knobs` value:
+
+* *legitimate variants* change only what the pages and contract §3 leave to the implementation (the
+  order and precision of sums, FMA, how weights are rounded, the sign of a zero, which candidate an
+  undocumented behaviour follows). Each must pass every bundled case.
+* *bugs* (`bug=`) are mistakes a real driver could make. Each must fail at least one bundled case.
+
+A driver runs through the real runner as an in-process backend (`SimulatedDriver`), so what the
+mutation figure measures is what `dmlconform run` would report.
+
+The one thing borrowed from the package is description validation (`case.op.validate`): a driver must
+refuse what DirectML refuses, and the validation rules are tested on their own (tests/ops/
+test_description_rules.py). Bugs that skip validation are listed as such.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dmlconform.backends.base import BackendInfo, Outcome
+from dmlconform.case import Case
+from dmlconform.feature_levels import HIGHEST
+from dmlconform.ops.base import DescriptionError
+from tests.oracle.arithmetic import Summation, Weight, exact, round_fraction, weight_value
+
+Terms = list[tuple[Weight, np.floating]]
+
+
+@dataclass(frozen=True)
+class Knobs:
+    name: str
+    summary: str
+    summation: Summation = field(default_factory=Summation)
+    #: The zero written where the pages say 0 (untouched elements, deselected gradients).
+    zero: float = 0.0
+    # Which candidate each undocumented behaviour follows (contract §2).
+    relu_nan: str = "nan-zero"  # X = NaN: `X > 0 ? dY : 0` gives 0; `X <= 0 ? 0 : dY` passes dY
+    clip_nan: str = "nan-passes"  # the documented `X <= Min or X >= Max ? 0 : dY` passes dY
+    pool_nan: str = "nan-sticks"  # strict `>` scan
+    pool_padding_only: str = "dropped"  # a window with no tap inside the input
+    resample_offsets: str = "literal"
+    zero_weight_taps: str = "skipped"  # LINEAR taps of weight 0 over an infinite or NaN gradient
+    fp32_denormals: str = "preserved"  # or flushed (inputs and results of arithmetic, D3D's fp32 rule)
+    #: A named mistake (see BUGS); None for a legitimate driver.
+    bug: str | None = None
+
+    @property
+    def legitimate(self) -> bool:
+        return self.bug is None
+
+
+class SimulatedDriver:
+    """An in-process backend that runs a Knobs driver."""
+
+    thread_safe = True
+
+    def __init__(self, knobs: Knobs) -> None:
+        self.knobs = knobs
+        self.name = f"simulated:{knobs.name}"
+
+    def info(self) -> BackendInfo:
+        return BackendInfo(self.name, "test", "simulated driver", HIGHEST, "claims every level")
+
+    def close(self) -> None:
+        pass
+
+    def run(self, case: Case) -> Outcome:
+        refusal = self._refusal(case)
+        if refusal is not None:
+            return Outcome.refused(refusal)
+        compute = _OPERATORS[case.op.name]
+        output = compute(self.knobs, case.description.params, case.inputs, case.description.output.shape)
+        return Outcome.ran({"OutputGradientTensor": output})
+
+    def _refusal(self, case: Case) -> str | None:
+        bug = self.knobs.bug
+        dtype = case.dtype
+        if bug == "integer-sums-saturate" and case.op.name in _SUMMING and not dtype.is_float and dtype.bits <= 32:
+            return None  # the driver has (saturating) integer paths for the summing operators
+        if bug == "clip-refuses-min-above-max" and case.op.name == "ELEMENT_WISE_CLIP_GRAD1":
+            params = case.description.params
+            if _scalar(params["Min"], dtype.numpy) > _scalar(params["Max"], dtype.numpy):
+                return "Min > Max"
+        if bug == "slice-accepts-zero-stride" and case.op.name == "SLICE_GRAD" and 0 in \
+                case.description.params["InputWindowStrides"]:
+            return None
+        try:
+            case.op.validate(case.description)
+        except DescriptionError as exc:
+            return str(exc)
+        return None
+
+
+_SUMMING = ("MAX_POOLING_GRAD", "RESAMPLE_GRAD1")
+
+
+# -- helpers shared by the operators ---------------------------------------------------------------------------
+def _scalar(value: Any, dtype: np.dtype) -> np.generic:
+    return np.asarray(value).astype(dtype)[()]
+
+
+def _flushes(knobs: Knobs, dtype: np.dtype) -> bool:
+    return knobs.fp32_denormals == "flushed" and dtype == np.float32
+
+
+def _flush(values: np.ndarray, knobs: Knobs) -> np.ndarray:
+    """D3D's fp32 denormal rule when flushing: a denormal becomes a zero of its sign."""
+    if not _flushes(knobs, values.dtype):
+        return values
+    tiny = (values != 0) & (np.abs(values) < np.finfo(np.float32).tiny)
+    return np.where(tiny, np.copysign(np.float32(0), values), values).astype(values.dtype)
+
+
+def _zeros(shape: tuple[int, ...], dtype: np.dtype, knobs: Knobs) -> np.ndarray:
+    if knobs.bug == "slice-no-zero-fill":
+        return np.frombuffer(b"\xab" * (int(np.prod(shape)) * dtype.itemsize), dtype=dtype).reshape(shape).copy()
+    return np.full(shape, knobs.zero if dtype.kind == "f" else 0, dtype=dtype)
+
+
+def _one_ulp_up(value: np.floating) -> np.floating:
+    return np.nextafter(value, value.dtype.type(np.inf))
+
+
+def _through_float64(values: np.ndarray, knobs: Knobs) -> np.ndarray:
+    """The `int64-through-float64` bug: 64-bit integers copied through a double."""
+    if knobs.bug == "int64-through-float64" and values.dtype.kind in "iu" and values.dtype.itemsize == 8:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return values.astype(np.float64).astype(values.dtype)
+    return values
+
+
+def _fp16_result(value: np.floating, terms: Terms, knobs: Knobs) -> np.floating:
+    """Bugs in how a float16 result is produced from its sum."""
+    if value.dtype != np.float16 or not np.isfinite(value):
+        return value
+    finite = all(np.isfinite(v) for _, v in terms)
+    exact_sum = sum((weight_value(w) * exact(v) for w, v in terms), Fraction(0)) if finite else None
+    if exact_sum is None:
+        return value
+    if knobs.bug == "fp16-double-rounding":
+        return round_fraction(exact(round_fraction(exact_sum, np.dtype(np.float32))), np.dtype(np.float16))
+    if knobs.bug == "fp16-truncating-conversion":
+        nearest = round_fraction(exact_sum, np.dtype(np.float16))
+        if abs(exact(nearest)) > abs(exact_sum):
+            return np.nextafter(nearest, np.float16(0))
+        return nearest
+    return value
+
+
+def _finish_sums(terms_per_element: dict[int, Terms], shape: tuple[int, ...], dtype: np.dtype,
+                 knobs: Knobs) -> np.ndarray:
+    out = _zeros(shape, dtype, knobs).ravel()
+    if knobs.bug == "denormal-where-nothing-lands":
+        empty = [i for i in range(out.size) if i not in terms_per_element]
+        if empty:
+            out[empty[0]] = np.finfo(dtype).smallest_subnormal
+    copied_one = False
+    for index in sorted(terms_per_element):
+        terms = terms_per_element[index]
+        if dtype.kind in "iu":  # only a driver that wrongly accepts integer types gets here
+            info = np.iinfo(dtype)
+            out[index] = min(max(sum(int(v) for _, v in terms), info.min), info.max)
+            continue
+        value = knobs.summation.total(terms, dtype)
+        value = _fp16_result(value, terms, knobs)
+        if knobs.bug == "one-ulp-on-a-copy" and not copied_one and len(terms) == 1 and weight_value(terms[0][0]) == 1 \
+                and np.isfinite(value) and value != 0:
+            value, copied_one = _one_ulp_up(value), True
+        out[index] = value
+    return _flush(out.reshape(shape), knobs)
+
+
+# -- ACTIVATION_RELU_GRAD ----------------------------------------------------------------------------------------
+def relu_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+              shape: tuple[int, ...]) -> np.ndarray:
+    x, dy = (_flush(inputs[n], knobs) for n in ("InputTensor", "InputGradientTensor"))
+    x, dy = _through_float64(x, knobs), _through_float64(dy, knobs)
+    out = _zeros(shape, dy.dtype, knobs)
+    zero = out.dtype.type(knobs.zero if out.dtype.kind == "f" else 0)
+    for i in np.ndindex(shape):
+        xi, gi = x[i], dy[i]
+        if knobs.bug == "relu-ge":
+            keep = xi >= 0
+        elif knobs.bug == "relu-reads-gradient":
+            keep = gi > 0
+        elif knobs.relu_nan == "nan-passes":
+            keep = not xi <= 0
+        else:
+            keep = xi > 0
+        if knobs.bug == "relu-multiplies-by-mask":
+            with np.errstate(invalid="ignore"):
+                out[i] = gi * out.dtype.type(keep)
+        else:
+            out[i] = gi if keep else zero
+    if knobs.bug == "fp16-denormals-flushed" and out.dtype == np.float16:
+        tiny = (out != 0) & (np.abs(out) < np.finfo(np.float16).tiny)
+        out[tiny] = 0
+    if knobs.bug == "one-ulp-on-a-copy":
+        _bump_first_copy(out)
+    return _flush(out, knobs)
+
+
+def _bump_first_copy(out: np.ndarray) -> None:
+    flat = out.reshape(-1)
+    for j in range(flat.size):
+        if out.dtype.kind == "f" and np.isfinite(flat[j]) and flat[j] != 0:
+            flat[j] = _one_ulp_up(flat[j])
+            return
+
+
+# -- ELEMENT_WISE_CLIP_GRAD1 -------------------------------------------------------------------------------------
+def clip_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+               shape: tuple[int, ...]) -> np.ndarray:
+    x, dy = (_flush(inputs[n], knobs) for n in ("InputTensor", "InputGradientTensor"))
+    dy = _through_float64(dy, knobs)
+    low, high = _scalar(params["Min"], x.dtype), _scalar(params["Max"], x.dtype)
+    if knobs.bug == "clip-min-max-swapped":
+        low, high = high, low
+    if knobs.bug == "clip-compares-in-float32":
+        x, low, high = x.astype(np.float32), np.float32(low), np.float32(high)
+    if knobs.bug == "int64-through-float64" and x.dtype.kind in "iu" and x.dtype.itemsize == 8:
+        x, low, high = x.astype(np.float64), np.float64(low), np.float64(high)
+    out = _zeros(shape, dy.dtype, knobs)
+    zero = out.dtype.type(knobs.zero if out.dtype.kind == "f" else 0)
+    for i in np.ndindex(shape):
+        xi = x[i]
+        below = xi < low if knobs.bug == "clip-passes-at-min" else xi <= low
+        above = xi > high if knobs.bug == "clip-passes-at-max" else xi >= high
+        keep = (xi > low) & (xi < high) if knobs.clip_nan == "nan-zero" else not (below or above)
+        out[i] = dy[i] if keep else zero
+    return _flush(out, knobs)
+
+
+# -- SLICE_GRAD --------------------------------------------------------------------------------------------------
+def slice_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+               shape: tuple[int, ...]) -> np.ndarray:
+    dy = _through_float64(inputs["InputGradientTensor"], knobs)
+    out = _zeros(shape, dy.dtype, knobs)
+    offsets, sizes, strides = (params[n] for n in ("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides"))
+    for c in np.ndindex(dy.shape):
+        target = []
+        for d, (offset, size, stride) in enumerate(zip(offsets, sizes, strides, strict=True)):
+            if knobs.bug == "slice-negative-stride-starts-at-offset" or (knobs.bug == "slice-ignores-stride-sign"):
+                start = offset
+            else:
+                start = offset if stride > 0 else offset + size - 1
+            step = abs(stride) if knobs.bug == "slice-ignores-stride-sign" else stride
+            if knobs.bug == "slice-accepts-zero-stride" and step == 0:
+                step = 1
+            position = start + step * c[d]
+            if knobs.bug == "slice-offset-off-by-one":
+                position += 1
+            target.append(position % shape[d])
+        out[tuple(target)] = dy[c]
+    if knobs.bug == "one-ulp-on-a-copy":
+        _bump_first_copy(out)
+    return out
+
+
+# -- MAX_POOLING_GRAD --------------------------------------------------------------------------------------------
+def _window_taps(knobs: Knobs, o: tuple[int, ...], params: Mapping[str, Any], spatial: tuple[int, ...]
+                 ) -> Iterator[tuple[tuple[int, ...], bool]]:
+    """Each tap of window `o` in row-major order: its position and whether it lies inside the input."""
+    strides = list(params["Strides"])
+    if knobs.bug == "pool-strides-swapped-between-axes":
+        strides = strides[::-1]
+    dilations = [1] * len(spatial) if knobs.bug == "pool-dilation-ignored" else params["Dilations"]
+    start = [0] * len(spatial) if knobs.bug == "pool-start-padding-ignored" else params["StartPadding"]
+    for k in itertools.product(*(range(w) for w in params["WindowSize"])):
+        p = tuple(o[d] * strides[d] - start[d] + k[d] * dilations[d] for d in range(len(spatial)))
+        inside = all(0 <= p[d] < spatial[d] for d in range(len(spatial)))
+        if knobs.bug == "pool-negative-tap-wraps" and all(-spatial[d] <= p[d] < spatial[d] for d in range(len(p))):
+            p, inside = tuple(p[d] % spatial[d] for d in range(len(p))), True
+        yield p, inside
+
+
+def _better(v: np.floating, best: np.floating | None, knobs: Knobs) -> bool:
+    if best is None:
+        return True
+    if knobs.bug == "pool-ties-go-to-last":
+        return bool(v >= best) or (knobs.pool_nan != "nan-sticks" and bool(np.isnan(v)))
+    rule = knobs.pool_nan
+    if rule == "nan-wins":
+        return bool(v > best) or (bool(np.isnan(v)) and not bool(np.isnan(best)))
+    if rule == "nan-wins-last":
+        return bool(v > best) or bool(np.isnan(v))
+    if rule == "nan-ignored":
+        return bool(v > best) or (bool(np.isnan(best)) and not bool(np.isnan(v)))
+    return bool(v > best)
+
+
+def max_pooling_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                     shape: tuple[int, ...]) -> np.ndarray:
+    x, dy = (_flush(inputs[n], knobs) for n in ("InputTensor", "InputGradientTensor"))
+    spatial = x.shape[2:]
+    windows = dy.shape[2:]
+    if knobs.bug in ("pool-end-padding-ignored", "pool-gradient-beyond-pooled-size-ignored"):
+        end = [0] * len(spatial) if knobs.bug == "pool-end-padding-ignored" else params["EndPadding"]
+        windows = tuple(min(windows[d], max(0, (spatial[d] + params["StartPadding"][d] + end[d]
+                                                 - ((params["WindowSize"][d] - 1) * params["Dilations"][d] + 1))
+                                           // params["Strides"][d] + 1)) for d in range(len(spatial)))
+    terms: dict[int, Terms] = {}
+    with np.errstate(invalid="ignore"):
+        for n, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
+            for o in itertools.product(*(range(w) for w in windows)):
+                winner, best = None, None
+                first_tap = None
+                for p, inside in _window_taps(knobs, o, params, spatial):
+                    first_tap = p if first_tap is None else first_tap
+                    if not inside and knobs.bug != "pool-padding-competes":
+                        continue
+                    value = x[(n, c, *p)] if inside else x.dtype.type(0)
+                    if _better(value, best, knobs):
+                        winner, best = (p if inside else None), value
+                if winner is None and knobs.pool_padding_only == "edge-clamped" and first_tap is not None \
+                        and best is None:
+                    winner = tuple(min(max(first_tap[d], 0), spatial[d] - 1) for d in range(len(spatial)))
+                if winner is None:
+                    continue
+                flat = int(np.ravel_multi_index((n, c, *winner), x.shape))
+                term = ((Fraction(1),), dy[(n, c, *o)])
+                if knobs.bug == "pool-overlaps-overwrite":
+                    terms[flat] = [term]
+                else:
+                    terms.setdefault(flat, []).append(term)
+    return _finish_sums(terms, shape, dy.dtype, knobs)
+
+
+# -- RESAMPLE_GRAD1 ----------------------------------------------------------------------------------------------
+def _coordinate(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in: int, n_out: int) -> float:
+    """The forward's source coordinate for output `o`, as the driver computes it (float32 by the contract)."""
+    f = np.float64 if knobs.bug == "resample-coordinate-in-float64" else np.float32
+    if knobs.bug == "resample-offsets-ignored":
+        ipo = opo = 0.0
+    if knobs.bug == "resample-offset-signs-flipped":
+        ipo, opo = -ipo, -opo
+    if knobs.bug == "resample-scale-from-sizes":
+        scale = n_out / n_in
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if knobs.bug == "resample-scale-inverted":
+            x = (f(o) - f(opo)) * f(scale) - f(ipo)
+        elif knobs.bug == "resample-half-pixel-off":
+            x = (f(o) + f(0.5) - f(opo)) / f(scale) - f(0.5) - f(ipo)
+        else:
+            x = (f(o) - f(opo)) / f(scale) - f(ipo)
+    return float(x)
+
+
+def _axis_taps(knobs: Knobs, x: float, n_in: int, mode: str, rounding: str) -> list[tuple[int, Fraction]]:
+    """The forward's taps along one axis for coordinate x: (input index, weight), clamped to the edge."""
+    def clamp(i: int) -> int | None:
+        if knobs.bug == "resample-edge-taps-dropped" and not 0 <= i < n_in:
+            return None
+        return min(max(i, 0), n_in - 1)
+
+    if mode == "NEAREST_NEIGHBOR":
+        if knobs.bug == "resample-nearest-rounds-half-even":
+            pick = int(np.rint(x))
+        else:
+            increasing = rounding == "INCREASING"
+            if knobs.bug == "resample-rounding-swapped":
+                increasing = not increasing
+            pick = int(np.ceil(x)) if increasing else int(np.floor(x))
+        index = clamp(pick)
+        return [] if index is None else [(index, Fraction(1))]
+    low = int(np.floor(x))
+    t = exact(x) - low
+    weights = (t, 1 - t) if knobs.bug == "resample-linear-weights-swapped" else (1 - t, t)
+    taps = []
+    for position, weight in zip((low, low + 1), weights, strict=True):
+        index = clamp(position)
+        if index is not None and (weight != 0 or knobs.zero_weight_taps == "read"):
+            taps.append((index, weight))
+    return taps
+
+
+def resample_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                   shape: tuple[int, ...]) -> np.ndarray:
+    dy = _flush(inputs["InputGradientTensor"], knobs)
+    mode, rounding = params["InterpolationMode"], params["RoundingDirection"]
+    scales = list(params["Scales"])
+    ipo, opo = list(params["InputPixelOffsets"]), list(params["OutputPixelOffsets"])
+    if knobs.resample_offsets == "swapped":
+        ipo, opo = opo, ipo
+    if knobs.bug == "resample-axes-reversed":
+        scales, ipo, opo = scales[::-1], ipo[::-1], opo[::-1]
+    per_axis = []
+    for a, (n_in, n_out) in enumerate(zip(shape, dy.shape, strict=True)):
+        per_axis.append([_axis_taps(knobs, _coordinate(knobs, o, scales[a], ipo[a], opo[a], n_in, n_out), n_in,
+                                    mode, rounding) for o in range(n_out)])
+    terms: dict[int, Terms] = {}
+    for o in np.ndindex(dy.shape):
+        for combination in itertools.product(*(per_axis[a][o[a]] for a in range(len(shape)))):
+            weight = tuple(w for _, w in combination)
+            flat = int(np.ravel_multi_index(tuple(i for i, _ in combination), shape))
+            terms.setdefault(flat, []).append((weight, dy[o]))
+    return _finish_sums(terms, shape, dy.dtype, knobs)
+
+
+_OPERATORS = {
+    "ACTIVATION_RELU_GRAD": relu_grad,
+    "ELEMENT_WISE_CLIP_GRAD1": clip_grad1,
+    "SLICE_GRAD": slice_grad,
+    "MAX_POOLING_GRAD": max_pooling_grad,
+    "RESAMPLE_GRAD1": resample_grad1,
+}
+
+
+# -- the catalogue -----------------------------------------------------------------------------------------------
+STRAIGHT = Knobs("straight", "every sum exact, rounded once (the contract's model, written again)")
+
+LEGITIMATE: tuple[Knobs, ...] = (
+    STRAIGHT,
+    Knobs("reverse-order", "sums in reverse order", Summation(order="reverse")),
+    Knobs("pairwise-order", "pairwise (tree) summation", Summation(order="pairwise")),
+    Knobs("accumulate-in-data-type", "products and partial sums rounded to the data type (fp16 in fp16)",
+          Summation(accumulate="data")),
+    Knobs("accumulate-in-data-type-reverse", "the same, in reverse order", Summation(order="reverse", accumulate="data")),
+    Knobs("accumulate-in-data-type-pairwise", "the same, pairwise", Summation(order="pairwise", accumulate="data")),
+    Knobs("accumulate-in-float32", "fp16 data summed in fp32, rounded once at the end",
+          Summation(accumulate="float32")),
+    Knobs("fma-in-data-type", "acc = fma(w, dy, acc) in the data type", Summation(accumulate="data", fma=True)),
+    Knobs("fma-in-float32", "acc = fma(w, dy, acc) in fp32", Summation(accumulate="float32", fma=True)),
+    Knobs("weights-in-float32", "resample weights computed and multiplied in fp32",
+          Summation(accumulate="float32", weights="float32")),
+    Knobs("weights-in-data-type", "resample weights rounded to the data type, products and sums too",
+          Summation(accumulate="data", weights="data")),
+    Knobs("per-axis-weights-in-float32", "separable weights: per-axis factors multiplied in fp32, sums in fp32",
+          Summation(accumulate="float32", weights="per-axis-float32")),
+    Knobs("per-axis-weights-in-data-type", "separable weights: per-axis factors multiplied in the data type",
+          Summation(accumulate="data", weights="per-axis-data")),
+    Knobs("negative-zeros", "-0 written wherever the pages say 0", zero=-0.0),
+    Knobs("other-nan-readings", "ReluGrad passes dY at NaN, ClipGrad1 zeroes it, MaxPoolingGrad's last NaN wins",
+          relu_nan="nan-passes", clip_nan="nan-zero", pool_nan="nan-wins-last"),
+    Knobs("first-nan-wins", "MaxPoolingGrad: the first NaN of a window wins", pool_nan="nan-wins"),
+    Knobs("nan-ignored", "MaxPoolingGrad: NaN wins only if every tap is NaN (HLSL max)", pool_nan="nan-ignored"),
+    Knobs("edge-clamped-windows", "padding-only windows send their gradient to the nearest edge element",
+          pool_padding_only="edge-clamped"),
+    Knobs("swapped-offsets", "ResampleGrad1 reads its offsets with the other convention", resample_offsets="swapped"),
+    Knobs("zero-weight-taps-read", "LINEAR taps of weight 0 are multiplied anyway (0·inf = NaN)",
+          zero_weight_taps="read"),
+    Knobs("fp32-denormals-flushed", "fp32 denormal inputs and results flushed to signed zero (D3D allows it)",
+          fp32_denormals="flushed"),
+)
+
+#: Each bug: (name, what a real driver would have done).
+BUGS: tuple[tuple[str, str], ...] = (
+    ("relu-ge", "ReluGrad passes the gradient at X = 0 (`>=`)"),
+    ("clip-passes-at-min", "ClipGrad1 passes the gradient at X = Min"),
+    ("clip-passes-at-max", "ClipGrad1 passes the gradient at X = Max"),
+    ("clip-min-max-swapped", "ClipGrad1 reads Min as Max and Max as Min"),
+    ("slice-negative-stride-starts-at-offset", "SliceGrad starts a negative-stride window at its offset"),
+    ("slice-no-zero-fill", "SliceGrad leaves untouched output elements as they were"),
+    ("slice-offset-off-by-one", "SliceGrad writes one element past each position"),
+    ("pool-ties-go-to-last", "MaxPoolingGrad sends ties to the last index (`>=`)"),
+    ("pool-padding-competes", "MaxPoolingGrad lets a padding tap (value 0) win"),
+    ("pool-dilation-ignored", "MaxPoolingGrad ignores Dilations"),
+    ("pool-overlaps-overwrite", "MaxPoolingGrad overwrites instead of adding where windows overlap"),
+    ("pool-end-padding-ignored", "MaxPoolingGrad sizes its loop without EndPadding, dropping the last windows"),
+    ("pool-strides-swapped-between-axes", "MaxPoolingGrad applies the strides to the wrong axes"),
+    ("resample-rounding-swapped", "ResampleGrad1 swaps INCREASING and DECREASING"),
+    ("resample-offsets-ignored", "ResampleGrad1 ignores both pixel offsets"),
+    ("resample-offset-signs-flipped", "ResampleGrad1 adds the offsets it should subtract"),
+    ("resample-linear-weights-swapped", "ResampleGrad1 gives weight t to floor(x) and 1 - t to floor(x) + 1"),
+    ("resample-edge-taps-dropped", "ResampleGrad1 drops taps outside the input instead of clamping them"),
+    ("resample-half-pixel-off", "ResampleGrad1 adds ONNX's half-pixel shift on top of DML's offsets"),
+    ("resample-scale-inverted", "ResampleGrad1 multiplies by the scale instead of dividing"),
+    ("one-ulp-on-a-copy", "one copied element comes out 1 ULP high"),
+    ("denormal-where-nothing-lands", "the smallest denormal appears in an element nothing reaches"),
+    ("int64-through-float64", "64-bit integers are copied and compared through a double"),
+    ("fp16-double-rounding", "fp16 sums rounded to fp32, then to fp16"),
+    ("integer-sums-saturate", "the summing operators accept integer types (and saturate their sums)"),
+    # Our own: mistakes a real driver could make, beyond the issue's list.
+    ("relu-multiplies-by-mask", "ReluGrad computes dY·(X > 0): NaN and inf gradients leak where X <= 0"),
+    ("relu-reads-gradient", "ReluGrad tests the gradient's sign instead of X's"),
+    ("clip-compares-in-float32", "ClipGrad1 compares integers after converting them to float32"),
+    ("clip-refuses-min-above-max", "ClipGrad1 refuses Min > Max, which the pages define (every element 0)"),
+    ("slice-ignores-stride-sign", "SliceGrad walks negative strides forwards"),
+    ("slice-accepts-zero-stride", "SliceGrad accepts stride 0 instead of refusing it"),
+    ("pool-start-padding-ignored", "MaxPoolingGrad ignores StartPadding"),
+    ("pool-negative-tap-wraps", "MaxPoolingGrad indexes a tap before the input from the other end"),
+    ("pool-gradient-beyond-pooled-size-ignored", "MaxPoolingGrad ignores dY elements past the pooled size"),
+    ("resample-nearest-rounds-half-even", "ResampleGrad1 NEAREST rounds to nearest instead of floor/ceil"),
+    ("resample-axes-reversed", "ResampleGrad1 applies each axis' scale and offsets to the mirrored axis"),
+    ("resample-scale-from-sizes", "ResampleGrad1 derives the scale from the tensor sizes"),
+    ("resample-coordinate-in-float64", "ResampleGrad1 computes coordinates in float64 instead of float32"),
+    ("fp16-truncating-conversion", "fp16 results converted by truncation instead of rounding"),
+    ("fp16-denormals-flushed", "fp16 denormals flushed to zero (D3D requires them preserved)"),
+)
+
+BUGGY: tuple[Knobs, ...] = tuple(replace(STRAIGHT, name=name, summary=summary, bug=name) for name, summary in BUGS)
