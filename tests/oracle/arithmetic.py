@@ -89,12 +89,14 @@ class Summation:
             acc = work.type(0.0)
             for w, v in zip(weights, values, strict=True):
                 acc = round_fraction(w * exact(v) + exact(acc), work)
-            return out.type(acc)  # float32 -> out rounds once more where out is narrower
+            with np.errstate(over="ignore"):
+                return out.type(acc)  # float32 -> out rounds once more where out is narrower
         products = [round_fraction(w * exact(v), work) for w, v in zip(weights, values, strict=True)]
         def add(a: np.floating, b: np.floating) -> np.floating:
             return round_fraction(exact(a) + exact(b), work)
         acc = _pairwise(products, add) if self.order == "pairwise" else _sequential(products, add)
-        return out.type(acc)
+        with np.errstate(over="ignore"):
+            return out.type(acc)
 
     def _weight(self, factors: Weight, out: np.dtype) -> Fraction:
         if self.weights.startswith("per-axis-"):

@@ -80,6 +80,8 @@ class SimulatedDriver:
             return Outcome.refused(refusal)
         compute = _OPERATORS[case.op.name]
         output = compute(self.knobs, case.description.params, case.inputs, case.description.output.shape)
+        if self.knobs.bug == "fp16-denormals-flushed" and output.dtype == np.float16:
+            output = np.where(np.abs(output) < np.finfo(np.float16).tiny, np.float16(0), output)
         return Outcome.ran({"OutputGradientTensor": output})
 
     def _refusal(self, case: Case) -> str | None:
@@ -202,9 +204,6 @@ def relu_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.n
                 out[i] = gi * out.dtype.type(keep)
         else:
             out[i] = gi if keep else zero
-    if knobs.bug == "fp16-denormals-flushed" and out.dtype == np.float16:
-        tiny = (out != 0) & (np.abs(out) < np.finfo(np.float16).tiny)
-        out[tiny] = 0
     if knobs.bug == "one-ulp-on-a-copy":
         _bump_first_copy(out)
     return _flush(out, knobs)
@@ -478,7 +477,6 @@ BUGS: tuple[tuple[str, str], ...] = (
     ("one-ulp-on-a-copy", "one copied element comes out 1 ULP high"),
     ("denormal-where-nothing-lands", "the smallest denormal appears in an element nothing reaches"),
     ("int64-through-float64", "64-bit integers are copied and compared through a double"),
-    ("fp16-double-rounding", "fp16 sums rounded to fp32, then to fp16"),
     ("integer-sums-saturate", "the summing operators accept integer types (and saturate their sums)"),
     # Our own: mistakes a real driver could make, beyond the issue's list.
     ("relu-multiplies-by-mask", "ReluGrad computes dY·(X > 0): NaN and inf gradients leak where X <= 0"),
@@ -494,8 +492,23 @@ BUGS: tuple[tuple[str, str], ...] = (
     ("resample-axes-reversed", "ResampleGrad1 applies each axis' scale and offsets to the mirrored axis"),
     ("resample-scale-from-sizes", "ResampleGrad1 derives the scale from the tensor sizes"),
     ("resample-coordinate-in-float64", "ResampleGrad1 computes coordinates in float64 instead of float32"),
-    ("fp16-truncating-conversion", "fp16 results converted by truncation instead of rounding"),
     ("fp16-denormals-flushed", "fp16 denormals flushed to zero (D3D requires them preserved)"),
 )
 
-BUGGY: tuple[Knobs, ...] = tuple(replace(STRAIGHT, name=name, summary=summary, bug=name) for name, summary in BUGS)
+#: Mistakes that no rule accepting the legitimate variants can catch, with the reason (docs/tolerances.md §6).
+INSIDE_THE_BOUND: tuple[tuple[str, str, str], ...] = (
+    ("fp16-double-rounding", "fp16 sums rounded to fp32, then to fp16",
+     "this is what `accumulate-in-float32` does to its last partial sum; wherever it differs from the golden "
+     "the element has n >= 2 or a weight that rounds, and the contract lets such an element be 1 ULP off"),
+    ("fp16-truncating-conversion", "fp16 results converted by truncation instead of rounding",
+     "off by under 1 ULP, and only where the exact sum is not an fp16 value: never at an element the rule "
+     "holds exact (those receive one fp16 copy or nothing), always within γ_K·M + ½ulp elsewhere"),
+)
+
+
+def _bug(name: str, summary: str) -> Knobs:
+    return replace(STRAIGHT, name=name, summary=summary, bug=name)
+
+
+BUGGY: tuple[Knobs, ...] = tuple(_bug(name, summary) for name, summary in BUGS)
+UNCATCHABLE: tuple[Knobs, ...] = tuple(_bug(name, summary) for name, summary, _ in INSIDE_THE_BOUND)

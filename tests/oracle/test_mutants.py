@@ -1,0 +1,120 @@
+"""Both promises of the oracle, on every bundled case, through the real runner.
+
+A right answer passes: every legitimate simulated driver gets PASS or INVALID_OK on every case.
+A wrong answer fails: every simulated bug gets FAIL on at least one case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmlconform.backends.base import OutcomeKind
+from dmlconform.case import Case
+from dmlconform.compare.comparator import judge
+from dmlconform.dtypes import DataType
+from dmlconform.ops import find_operator
+from dmlconform.ops.base import Description, TensorDesc
+from dmlconform.results import Status
+from dmlconform.runner import run_cases
+from tests.oracle.conftest import REPO
+from tests.oracle.drivers import BUGGY, LEGITIMATE, STRAIGHT, UNCATCHABLE, SimulatedDriver
+
+ACCEPTED = (Status.PASS, Status.INVALID_OK)
+
+
+@pytest.mark.parametrize("knobs", LEGITIMATE, ids=lambda k: k.name)
+def test_every_legitimate_variant_passes_every_bundled_case(knobs, bundled_cases):
+    results = run_cases(bundled_cases, SimulatedDriver(knobs)).results
+    rejected = [f"{r.id}: {r.status.value} {r.message}" for r in results if r.status not in ACCEPTED]
+    assert not rejected, "\n".join(rejected[:10])
+
+
+@pytest.mark.parametrize("knobs", BUGGY, ids=lambda k: k.name)
+def test_every_bug_fails_at_least_one_bundled_case(knobs, bundled_cases):
+    results = run_cases(bundled_cases, SimulatedDriver(knobs)).results
+    assert any(r.status is Status.FAIL for r in results), f"{knobs.name} survives every bundled case"
+    assert all(r.status in (*ACCEPTED, Status.FAIL) for r in results), "a bug should show as FAIL, not ERROR"
+
+
+def _same_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Bit for bit, except that any NaN equals any NaN and +0 equals -0 (the contract's float equality)."""
+    same = a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}")
+    if a.dtype.kind == "f":
+        same |= (np.isnan(a) & np.isnan(b)) | ((a == 0) & (b == 0))
+    return same
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.all(_same_elements(a, b)))
+
+
+def _differs(case: Case, output: np.ndarray) -> bool:
+    """Whether `output` differs from every answer of the case."""
+    return not any(_same_bits(answer["OutputGradientTensor"], output) for answer in case.answers().values())
+
+
+def test_the_second_derivation_reproduces_every_golden_bit_for_bit(bundled_cases):
+    # The straight driver is the contract written again without dmlconform.ops: exact sums rounded once.
+    driver = SimulatedDriver(STRAIGHT)
+    for case in bundled_cases:
+        outcome = driver.run(case)
+        if case.expect_invalid:
+            assert outcome.kind is OutcomeKind.REFUSED, case.full_id
+            continue
+        assert not _differs(case, outcome.outputs["OutputGradientTensor"]), case.full_id
+
+
+@pytest.mark.parametrize("knobs", [k for k in LEGITIMATE if k is not STRAIGHT], ids=lambda k: k.name)
+def test_every_legitimate_variant_uses_its_freedom_somewhere(knobs, bundled_cases):
+    """A variant that never leaves the golden's bits (or the default candidate) would prove nothing."""
+    driver = SimulatedDriver(knobs)
+    for case in bundled_cases:
+        if case.expect_invalid:
+            continue
+        output = driver.run(case).outputs["OutputGradientTensor"]
+        default = next(iter(case.answers().values()))["OutputGradientTensor"]
+        if not np.array_equal(output.view(f"u{output.itemsize}"), default.view(f"u{default.itemsize}")):
+            return
+    pytest.fail(f"{knobs.name} produced the default answer bit for bit on every case")
+
+
+def _double_rounding_witness() -> Case:
+    """A LINEAR fp16 case whose element 0 sums to 1.69482419…, just above the fp16 midpoint 1.6943359375 +
+    2^-11 but within half an fp32 ULP of it: rounded once it is 1.694, through fp32 it is 1.695. Found by
+    a search; no bundled case happens to contain such a sum."""
+    op = find_operator("RESAMPLE_GRAD1")
+    params = {"InterpolationMode": "LINEAR", "RoundingDirection": "DECREASING", "Scales": [3.0],
+              "InputPixelOffsets": [0.0], "OutputPixelOffsets": [0.0]}
+    f16 = DataType.FLOAT16
+    desc = Description(op, op.parse_params(params, f16), {"InputGradientTensor": TensorDesc(f16, (3,)),
+                                                          "OutputGradientTensor": TensorDesc(f16, (3,))})
+    dy = np.array([1.1689453125, 0.374267578125, 0.8291015625], dtype=np.float16)
+    golden = op.reference(desc, {"InputGradientTensor": dy}).outputs
+    return Case("oracle", "double-rounding-witness", REPO / "tests", desc, {"InputGradientTensor": dy}, golden)
+
+
+@pytest.mark.parametrize("knobs", UNCATCHABLE, ids=lambda k: k.name)
+def test_what_no_rule_can_catch_is_a_one_ulp_change_where_the_contract_lets_an_element_round(knobs, bundled_cases):
+    """These mutants survive by construction (docs/tolerances.md §6); show that they change only that."""
+    driver = SimulatedDriver(knobs)
+    changed = 0
+    for case in [*bundled_cases, _double_rounding_witness()]:
+        if case.expect_invalid or case.expected is None:
+            continue
+        output = driver.run(case).outputs["OutputGradientTensor"]
+        expected = case.expected["OutputGradientTensor"]
+        reference = case.op.reference(case.description, case.inputs)
+        accumulation = reference.accumulation.get("OutputGradientTensor")
+        if accumulation is None:
+            assert np.array_equal(output.view(np.uint8), expected.view(np.uint8)), case.full_id
+            continue
+        moved = np.flatnonzero(~_same_elements(expected, output))
+        count = np.broadcast_to(accumulation.count, expected.shape).ravel()[moved]
+        factors = np.broadcast_to(accumulation.weight_factors, expected.shape).ravel()[moved]
+        assert np.all((count >= 2) | (factors >= 1)), case.full_id
+        verdict = judge(expected, output, case.dtype, case.tolerance or case.op.default_tolerance(
+            case.description, reference), accumulation)
+        assert verdict.passed and (verdict.max_ulp or 0) <= 1, case.full_id
+        changed += moved.size
+    assert changed > 0, f"{knobs.name} never changed an element: it is not exercised"
