@@ -46,10 +46,12 @@ apt_locked() { flock /tmp/apt.lock env DEBIAN_FRONTEND=noninteractive apt-get "$
 . /etc/os-release
 [ "${VERSION_CODENAME:-}" = bookworm ] || die "this recipe is for Debian 12 (bookworm); found ${PRETTY_NAME:-unknown}"
 
-BASE_PKGS=(wine64 xvfb xauth unzip vulkan-tools gcc-mingw-w64-x86-64-win32 python3-pip)
+BASE_PKGS=(wine64 xvfb xauth unzip vulkan-tools gcc-mingw-w64-x86-64-win32)
+# pip only downloads a wheel here; any python3 with pip will do (Debian's is installed if there is none).
+python3 -m pip --version >/dev/null 2>&1 || BASE_PKGS+=(python3-pip ca-certificates)
 MESA_MIN=25   # major version of Mesa needed (lavapipe with VK_EXT_descriptor_indexing; 22.3 lacks it)
 
-installed_version() { dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null | awk '$3=="installed"{print $4}'; }
+installed_version() { { dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null || true; } | awk '$3=="installed"{print $4}'; }
 
 need_apt=0
 for p in "${BASE_PKGS[@]}"; do [ -n "$(installed_version "$p")" ] || need_apt=1; done
