@@ -37,7 +37,7 @@ for a in "$@"; do
   esac
 done
 
-log() { echo "[dml-wine setup] $*" >&2; }
+log() { echo "[dml-wine setup +${SECONDS}s] $*" >&2; }
 die() { echo "[dml-wine setup] ERROR: $*" >&2; exit 1; }
 # Another job on the machine may run apt too: serialise on one lock.
 apt_locked() { flock /tmp/apt.lock env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
