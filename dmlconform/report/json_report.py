@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from dmlconform import __version__
-from dmlconform.results import CaseResult
-from dmlconform.runner import RunResult, summary
+from dmlconform.case_result import CaseResult
+from dmlconform.run_result import RunResult, summary
 from dmlconform.verdicts import fingerprint, level_verdicts
 
 FORMAT = "dmlconform-result/v1"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from dmlconform.results import Status
-from dmlconform.runner import RunResult
+from dmlconform.case_result import Status
+from dmlconform.run_result import RunResult
 
 _FAILURE = {Status.FAIL, Status.UNEXPECTED_PASS}
 _ERROR = {Status.ERROR, Status.CRASH, Status.TIMEOUT}

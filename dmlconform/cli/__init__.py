@@ -24,8 +24,9 @@ EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
 def bundled_suites() -> Path:
     """The bundled test_vectors/: inside the installed package, or beside it in a source checkout."""
-    packaged = Path(__file__).parent / "test_vectors"
-    return packaged if packaged.is_dir() else Path(__file__).parent.parent / "test_vectors"
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "test_vectors"
+    return packaged if packaged.is_dir() else package.parent / "test_vectors"
 
 
 def _console(stderr: bool = False) -> Console:
@@ -122,13 +123,13 @@ def _run_with_progress(cases: list[Case], backend: Backend, level: FeatureLevel 
                        console: Console) -> RunResult:
     """A progress bar on a terminal only; CI logs get the report alone."""
     if not console.is_terminal:
-        return run_cases(cases, backend, level, jobs)
+        return run_cases(cases, backend, level)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(f"{backend.name}", total=len(cases))
-        return run_cases(cases, backend, level, jobs, progress=lambda result: progress.advance(task))
+        return run_cases(cases, backend, level, progress=lambda result: progress.advance(task))
 
 
 @main.command("list")
