@@ -126,3 +126,10 @@ def _judge_outputs(case: Case, expected: Tensors, actual: Tensors, reference: Re
             worst = verdict
     assert worst is not None
     return worst
+
+
+def unrun_result(case: Case, status: Status, message: str, target: FeatureLevel) -> CaseResult:
+    """The result of a case that was not run (SKIPPED by a skip list, NOT_RUN after an interrupt)."""
+    return CaseResult(case.full_id, case.op.name, case.dtype.name, case.rank, case.required_level, status,
+                      required=case.required_level <= target, message=message, tags=case.tags,
+                      behaviour=case.behaviour, file=str(case.file))
