@@ -219,9 +219,12 @@ def from_document(data: object, path: object) -> RunResult:
     return run
 
 
-def case_from_json(data: object, path: object, position: int) -> CaseResult:
+def case_from_json(data: object, path: object, position: int, line: int | None = None) -> CaseResult:
     label = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else f"#{position + 1}"
-    case = _Reader(path, data, f"case {label}")
+    where = f"case {label}" if line is None else f"line {line}: case {label}"
+    case = _Reader(path, data, where)
+    status = case.status("status")
+    assert status is not None
     tolerance = None
     rule = case.child("tolerance", optional=True)
     if rule is not None:
@@ -231,12 +234,12 @@ def case_from_json(data: object, path: object, position: int) -> CaseResult:
             raise rule.fail("rule", str(exc)) from None
     worst = []
     for number, element in enumerate(case.get("worst_elements", list, True, [])):
-        item = _Reader(path, element, f"case {label}", f"worst_elements[{number}].")
+        item = _Reader(path, element, where, f"worst_elements[{number}].")
         worst.append(Element(tuple(item.get("index", list)), item.get("expected", str), item.get("actual", str),
                              item.get("ulp", int, True), item.get("allowed", str, True, "")))
     moved = []
     for number, element in enumerate(case.get("moved", list, True, [])):
-        item = _Reader(path, element, f"case {label}", f"moved[{number}].")
+        item = _Reader(path, element, where, f"moved[{number}].")
         moved.append(MovedElement(item.get("output", str), tuple(item.get("index", list)),
                                   tuple(item.get("values", list))))
     attempts = []
@@ -246,8 +249,6 @@ def case_from_json(data: object, path: object, position: int) -> CaseResult:
         except ValueError:
             raise case.fail("attempts", f"unknown status {value!r}") from None
     worst_index = case.get("worst_index", list, True)
-    status = case.status("status")
-    assert status is not None
     return CaseResult(
         case.get("id", str), case.get("op", str), case.get("dtype", str), case.get("rank", int),
         case.level("required_feature_level"), status, required=case.get("required", bool, True, True),

@@ -89,7 +89,7 @@ def read_journal(path: Path) -> Journal:
         elif "case" in record:
             if journal.complete:
                 raise ResultsError(path, "a case after the end record; the journal is corrupt", where)
-            journal.results.append(case_from_json(record["case"], f"{path} {where}", number - 2))
+            journal.results.append(case_from_json(record["case"], path, number - 2, number))
         elif "end" in record:
             journal.complete = True
         else:
