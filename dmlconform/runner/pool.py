@@ -288,18 +288,18 @@ class WorkerPool:
 
     def _collect(self, worker: _Worker) -> CaseResult | None:
         """The worker's result if it has one, a CRASH or TIMEOUT result if it died or overran, else None."""
+        ended = False
         try:
             if worker.conn.poll(0):
                 _, result = worker.conn.recv()
                 return result
         except (EOFError, OSError):
-            pass
-        else:
-            if worker.process.exitcode is None and time.monotonic() < worker.deadline:
-                return None
+            ended = True  # the pipe closed: the worker is dead or dying
+        if not ended and worker.process.exitcode is None and time.monotonic() < worker.deadline:
+            return None
         assert worker.task is not None and self.target is not None
         case = worker.task[1]
-        if worker.process.exitcode is None:
+        if not ended and worker.process.exitcode is None:
             worker.kill()
             outcome = Outcome(OutcomeKind.TIMEOUT, message=f"no result within {self.deadline_s:g} s; "
                               "worker process killed and replaced")

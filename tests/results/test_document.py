@@ -73,7 +73,7 @@ def test_unreadable_fields_are_named(tmp_path: Path, change, words: str) -> None
 
 def test_not_json_at_all(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text("<testsuites/>")
-    with pytest.raises(ResultsError, match="r.json: is not JSON"):
+    with pytest.raises(ResultsError, match=r"r\.json: is not JSON"):
         read_document(tmp_path / "r.json")
 
 

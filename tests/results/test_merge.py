@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -52,8 +53,8 @@ def test_results_of_different_runs_are_refused_naming_the_field(change, field: s
 
 def test_overlapping_shards_and_cases_are_refused() -> None:
     inputs = shards()
-    with pytest.raises(ResultsError, match="shard 1/3 is also in shard1.json"):
+    with pytest.raises(ResultsError, match=re.escape("shard 1/3 is also in shard1.json")):
         merge_results([*inputs, (Path("again.json"), inputs[0][1])])
     inputs[1][1].results.append(result("s/1-0", Status.PASS, index=0))
-    with pytest.raises(ResultsError, match="case s/1-0: is also in shard1.json"):
+    with pytest.raises(ResultsError, match=re.escape("case s/1-0: is also in shard1.json")):
         merge_results(inputs)

@@ -136,3 +136,35 @@ def test_fingerprint_names_one_candidate_undecided_or_mixed():
     verdicts = fingerprint([result("a", ["x"]), result("a", ["x", "y"]), result("b", ["x", "y"]),
                             result("c", ["x"]), result("c", ["y"]), result("c", [], Status.FAIL)])
     assert verdicts == {"a": "x", "b": "undecided: x or y", "c": "mixed: none (FAIL) ×1, x ×1, y ×1"}
+
+
+def test_repeats_record_the_elements_that_moved_and_every_repeat_status(seed_cases):
+    case = next(c for c in seed_cases if c.id == "relu-grad-formula")
+    calls = []
+
+    def behaviour(c):
+        calls.append(1)
+        out = reference_outputs(c)
+        if len(calls) == 2:  # the second repeat flips the sign bit of a zero: bits differ, values compare equal
+            flat = out["OutputGradientTensor"].reshape(-1)
+            zero = int(np.flatnonzero(flat == 0)[0])
+            flat[zero] = -flat[zero]
+        return Outcome.ran(out)
+
+    from dmlconform.runner import run_case
+
+    result = run_case(case, Scripted(behaviour), FeatureLevel.L6_4, repeat=3)
+    assert len(calls) == 3 and result.attempts == (Status.PASS,) * 3
+    assert result.moved_count == 1 and result.moved[0].output == "OutputGradientTensor"
+    assert [v.split()[0] for v in result.moved[0].values] == ["0.0", "-0.0", "0.0"]
+    steady = run_case(case, NumpyBackend(), FeatureLevel.L6_4, repeat=3)
+    assert steady.moved_count == 0 and steady.moved == []
+
+
+def test_repeats_that_disagree_report_the_failing_one(seed_cases):
+    case = next(c for c in seed_cases if c.id == "relu-grad-formula")
+    answers = iter([reference_outputs(case), {}])
+    from dmlconform.runner import run_case
+
+    result = run_case(case, Scripted(lambda c: Outcome.ran(next(answers))), FeatureLevel.L6_4, repeat=2)
+    assert result.attempts == (Status.PASS, Status.ERROR) and result.status is Status.ERROR

@@ -1,0 +1,126 @@
+"""Worker processes: the same results as a serial run, a dead worker costs one case, a stop ends the run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from dmlconform.backends.base import BackendOptions
+from dmlconform.backends.numpy_backend import NumpyBackend
+from dmlconform.case_result import CaseResult, Status
+from dmlconform.cli import bundled_suites
+from dmlconform.runner import run_cases
+from dmlconform.runner.pool import BackendStartError, WorkerPool, WorkerSetup
+from dmlconform.suite.loader import load_paths
+
+HARNESS = "python -m dmlconform.harness --backend numpy"
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return load_paths([bundled_suites()])
+
+
+def comparable(result: CaseResult) -> dict:
+    data = asdict(result)
+    data.pop("duration_s")
+    return data
+
+
+def run_pool(cases, jobs: int, backend: str = "numpy", harness: str | None = None, stop=None, timeout_s=30.0):
+    stop = stop or threading.Event()
+    pool = WorkerPool(WorkerSetup(backend, BackendOptions(harness=harness, timeout_s=timeout_s), None), jobs, stop,
+                      timeout_s)
+    pool.start()
+    done: dict[int, list[CaseResult]] = {}
+    try:
+        pool.run(list(enumerate(cases)), lambda index, attempts: done.__setitem__(index, attempts),
+                 lambda result: False, 0)
+    finally:
+        pool.kill() if stop.is_set() else pool.close()
+    return pool, done
+
+
+def test_two_workers_give_the_serial_results_case_for_case(cases) -> None:
+    serial = run_cases(cases, NumpyBackend())
+    _, done = run_pool(cases, 2)
+    assert sorted(done) == list(range(len(cases)))
+    assert [comparable(done[i][0]) for i in range(len(cases))] == [comparable(r) for r in serial.results]
+
+
+def test_a_worker_that_dies_costs_its_case_and_is_replaced(cases) -> None:
+    seed = [c for c in cases if c.suite == "seed"][:3]
+    stop = threading.Event()
+    pool = WorkerPool(WorkerSetup("native", BackendOptions(harness=f"{HARNESS} --delay 1", timeout_s=30), None), 1,
+                      stop, 30)
+    pool.start()
+    victim = pool.workers[0].process.pid
+
+    def kill_soon() -> None:
+        time.sleep(0.3)  # the first case is in the harness's delay by then
+        os.killpg(victim, signal.SIGKILL)
+
+    threading.Thread(target=kill_soon).start()
+    done: dict[int, list[CaseResult]] = {}
+    try:
+        pool.run(list(enumerate(seed)), lambda index, attempts: done.__setitem__(index, attempts),
+                 lambda result: False, 0)
+    finally:
+        pool.close()
+    statuses = [done[i][0].status for i in range(3)]
+    assert statuses[0] is Status.CRASH and "worker process died" in done[0][0].message
+    assert "SIGKILL" in done[0][0].message
+    assert statuses[1:] == [Status.PASS, Status.PASS]
+    assert pool.workers[0].process.pid != victim
+
+
+def test_a_stop_ends_the_run_and_kill_takes_the_harnesses_with_it(cases, tmp_path) -> None:
+    log = tmp_path / "served.log"
+    stop = threading.Event()
+    pool = WorkerPool(WorkerSetup("native", BackendOptions(harness=f"{HARNESS} --delay 0.2 --log-served {log}",
+                                                           timeout_s=30), None), 2, stop, 30)
+    pool.start()
+    done: dict[int, list[CaseResult]] = {}
+
+    def finished(index: int, attempts: list[CaseResult]) -> None:
+        done[index] = attempts
+        stop.set()
+
+    pool.run(list(enumerate(cases[:20])), finished, lambda result: False, 0)
+    pool.kill()
+    assert 1 <= len(done) < 20
+    harness_pids = {int(line.split()[1]) for line in log.read_text().splitlines()}
+    assert harness_pids and not [pid for pid in harness_pids if alive(pid)]
+
+
+def alive(pid: int) -> bool:
+    """Running, not merely a zombie waiting for a parent (here PID 1 of a container) to reap it."""
+    for _ in range(20):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        except OSError:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+        if state == "Z":
+            return False
+        time.sleep(0.1)  # SIGKILL is delivered asynchronously
+    return True
+
+
+def test_a_backend_that_cannot_start_is_one_line() -> None:
+    pool = WorkerPool(WorkerSetup("native", BackendOptions(harness="no-such-harness-xyz"), None), 2,
+                      threading.Event(), 5)
+    with pytest.raises(BackendStartError) as info:
+        pool.start()
+    assert "cannot start harness" in str(info.value) and "\n" not in str(info.value)
