@@ -11,11 +11,18 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from dmlconform import __version__
 from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, load_cases, make_console, parse_level, write_reports
+
+if TYPE_CHECKING:
+    from dmlconform.case import Case
+    from dmlconform.case_result import CaseResult, Status
+    from dmlconform.feature_levels import FeatureLevel
+    from dmlconform.results.journal import Journal, JournalWriter
 
 
 class StopRequest:
@@ -128,9 +135,8 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
     from dmlconform.results import ResultsError
     from dmlconform.results.document import backend_json, configuration
     from dmlconform.results.expectations import load_expectations
-    from dmlconform.results.journal import JournalWriter, check_same_run, read_journal
+    from dmlconform.results.journal import read_journal
     from dmlconform.run_result import RunResult, Shard, SuiteInfo
-    from dmlconform.runner.judge import unrun_result
     from dmlconform.runner.pool import BackendStartError, WorkerPool, WorkerSetup
     from dmlconform.suite.fingerprint import selection_fingerprint, suite_file_hashes
     from dmlconform.suite.shard import parse_shard, shard_positions
@@ -150,119 +156,129 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
         expectations = load_expectations(baseline, list(skip_paths), list(flake_paths))
     except ResultsError as exc:
         fail(str(exc))
-    cases = load_cases(paths, expression)
-    suite = SuiteInfo(selection_fingerprint(cases), len(cases), suite_file_hashes(cases))
-    positions = shard_positions(cases, shard.index, shard.count) if shard else list(range(len(cases)))
-    retries = (1 if backend_name == "native" else 0) if retries is None else retries
-    settings = {"expression": expression, "repeat": repeat, "retries": retries,
-                **backend_settings(backend_name, ep, harness, timeout_s, variant)}
-
-    journal = None
-    if resume and journal_path is not None and journal_path.exists():
-        try:
-            journal = read_journal(journal_path)
-        except ResultsError as exc:
-            fail(str(exc))
-
     options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant)
-    pending_count = len(positions) - (len(journal.results) if journal else 0)
-    workers = (os.cpu_count() or 1) if jobs == 0 else jobs
-    pool = WorkerPool(WorkerSetup(backend_name, options, level, repeat), max(1, min(workers, pending_count)),
+    pool = WorkerPool(WorkerSetup(backend_name, options, level, repeat), (os.cpu_count() or 1) if jobs == 0 else jobs,
                       stop.event, timeout_s)
+    pool.launch()  # backends (harnesses) start while the suites load
     try:
-        info = pool.start()
-    except BackendStartError as exc:
-        if not stop.event.is_set():
-            fail(f"--backend {backend_name}: {exc}")
-        from dmlconform.backend_info import BackendInfo
-        from dmlconform.feature_levels import HIGHEST
+        cases = load_cases(paths, expression)
+        suite = SuiteInfo(selection_fingerprint(cases), len(cases), suite_file_hashes(cases))
+        positions = shard_positions(cases, shard.index, shard.count) if shard else list(range(len(cases)))
+        retries = (1 if backend_name == "native" else 0) if retries is None else retries
+        settings = {"expression": expression, "repeat": repeat, "retries": retries,
+                    **backend_settings(backend_name, ep, harness, timeout_s, variant)}
 
-        info = BackendInfo(backend_name, "unknown (interrupted before the backend started)", "unknown",
-                           level or HIGHEST)
-    target = level or info.feature_level
-    run = RunResult(info, target, started, 0.0, tool_version=_version(), suite=suite, shard=shard,
-                    settings=settings, expectations=expectations.files)
-    header = {"configuration": configuration(run), "backend": backend_json(info), "started": started.isoformat()}
+        journal = None
+        if resume and journal_path is not None and journal_path.exists():
+            try:
+                journal = read_journal(journal_path)
+            except ResultsError as exc:
+                fail(str(exc))
 
-    done: dict[int, Any] = {}
-    by_id = {cases[p].full_id: p for p in positions}
-    if journal is not None:
         try:
-            check_same_run(journal, journal_path, "configuration", header["configuration"])
+            info = pool.start()
+        except BackendStartError as exc:
             if not stop.event.is_set():
-                check_same_run(journal, journal_path, "backend", header["backend"])
-        except ResultsError as exc:
+                fail(f"--backend {backend_name}: {exc}")
+            from dmlconform.backend_info import BackendInfo
+            from dmlconform.feature_levels import HIGHEST
+
+            info = BackendInfo(backend_name, "unknown (interrupted before the backend started)", "unknown",
+                               level or HIGHEST)
+        target = level or info.feature_level
+        run = RunResult(info, target, started, 0.0, tool_version=__version__, suite=suite, shard=shard,
+                        settings=settings, expectations=expectations.files)
+        header = {"configuration": configuration(run), "backend": backend_json(info), "started": started.isoformat()}
+
+        done = _journaled(journal, journal_path, header, {cases[p].full_id: p for p in positions}, stop)
+        run.resumed = len(done)
+        for position in positions:
+            skip = expectations.skip(cases[position].full_id)
+            if skip is not None and position not in done:
+                done[position] = _unrun(cases, position, Status.SKIPPED, f"skipped ({skip.source}: {skip.text})",
+                                        target)
+        writer = _journal_writer(journal, journal_path, header)
+        tasks = [(p, cases[p]) for p in positions if p not in done]
+        console = make_console()
+        label = f"{info.name}" + (f" shard {shard}" if shard else "")
+        with progress_for(console, len(positions), label) as progress:
+            progress.skip_done(list(done.values()))
+
+            def finished(position: int, attempts: list[Any]) -> None:
+                result = expectations.settle(attempts)
+                result.index = position
+                done[position] = result
+                if writer is not None:
+                    writer.append(result)
+                progress.advance(result)
+
+            if not stop.event.is_set():
+                pool.run(tasks, finished, expectations.needs_retry, retries)
+        if stop.event.is_set():
             pool.kill()
-            fail(str(exc))
+            why = f"not run: the run was interrupted by {stop.signal.name if stop.signal else 'a signal'}"
+            missing_status = Status.NOT_RUN
+        else:
+            pool.close()
+            why, missing_status = "not run: no worker process could run it (see the messages above)", Status.ERROR
+        for position in positions:
+            if position not in done:
+                done[position] = _unrun(cases, position, missing_status, why, target)
+        run.results = [done[p] for p in positions]
+        run.duration_s = time.monotonic() - clock
+        run.interrupted = stop.signal.name if stop.signal else None
+        if writer is not None:
+            if run.interrupted is None:
+                writer.finish({"cases": len(run.results), "duration_s": round(run.duration_s, 6)})
+            writer.close()
+        render(run, console, failures_shown)
+        write_reports(run, json_path, junit_path, failures_path, expectations)
+        if stop.signal is not None:
+            return stop.exit_status
+        return EXIT_OK if run.passed else EXIT_FAILED
+    finally:
+        pool.kill()  # already gone after a normal close; on an error exit, not left behind
+
+
+def _unrun(cases: list[Case], position: int, status: Status, message: str, target: FeatureLevel) -> CaseResult:
+    from dmlconform.runner.judge import unrun_result
+
+    result = unrun_result(cases[position], status, message, target)
+    result.index = position
+    return result
+
+
+def _journaled(journal: Journal | None, path: Path | None, header: dict[str, Any], positions_by_id: dict[str, int],
+               stop: StopRequest) -> dict[int, CaseResult]:
+    """The results a journal already holds, by position, once it is shown to belong to this run."""
+    from dmlconform.results import ResultsError
+    from dmlconform.results.journal import check_same_run
+
+    if journal is None or path is None:
+        return {}
+    try:
+        check_same_run(journal, path, "configuration", header["configuration"])
+        if not stop.event.is_set():  # an interrupted start knows no backend to compare
+            check_same_run(journal, path, "backend", header["backend"])
         for result in journal.results:
-            if result.id not in by_id:
-                pool.kill()
-                fail(str(ResultsError(journal_path, "is not in this run's selection", f"case {result.id}")))
-            done[by_id[result.id]] = result
-        run.resumed = len(journal.results)
-        if journal.torn:
-            click.echo(f"dmlconform: {journal_path}: dropping a torn last line (the run was killed while "
-                       "writing it); that case runs again", err=True)
-
-    for position in positions:
-        skip = expectations.skip(cases[position].full_id)
-        if skip is not None and position not in done:
-            done[position] = unrun_result(cases[position], Status.SKIPPED, f"skipped ({skip.source}: {skip.text})",
-                                          target)
-            done[position].index = position
-    writer = None
-    if journal_path is not None:
-        try:
-            if journal is not None:
-                writer = JournalWriter(journal_path, append_at=journal.valid_bytes)
-            else:
-                writer = JournalWriter(journal_path, header)
-        except OSError as exc:
-            pool.kill()
-            fail(f"cannot write the journal {journal_path}: {exc.strerror or exc}")
-
-    tasks = [(p, cases[p]) for p in positions if p not in done]
-    console = make_console()
-    label = f"{info.name}" + (f" shard {shard}" if shard else "")
-    with progress_for(console, len(positions), label) as progress:
-        progress.skip_done(list(done.values()))
-
-        def finished(position: int, attempts: list[Any]) -> None:
-            result = expectations.settle(attempts)
-            result.index = position
-            done[position] = result
-            if writer is not None:
-                writer.append(result)
-            progress.advance(result)
-
-        if not stop.event.is_set():
-            pool.run(tasks, finished, expectations.needs_retry, retries)
-    if stop.event.is_set():
-        pool.kill()
-        why = f"not run: the run was interrupted by {stop.signal.name if stop.signal else 'a signal'}"
-        missing_status = Status.NOT_RUN
-    else:
-        pool.close()
-        why, missing_status = "not run: no worker process could run it (see the messages above)", Status.ERROR
-    for position in positions:
-        if position not in done:
-            done[position] = unrun_result(cases[position], missing_status, why, target)
-            done[position].index = position
-    run.results = [done[p] for p in positions]
-    run.duration_s = time.monotonic() - clock
-    run.interrupted = stop.signal.name if stop.signal else None
-    if writer is not None:
-        if run.interrupted is None:
-            writer.finish({"cases": len(run.results), "duration_s": round(run.duration_s, 6)})
-        writer.close()
-    render(run, console, failures_shown)
-    write_reports(run, json_path, junit_path, failures_path, expectations)
-    if stop.signal is not None:
-        return stop.exit_status
-    return EXIT_OK if run.passed else EXIT_FAILED
+            if result.id not in positions_by_id:
+                raise ResultsError(path, "is not in this run's selection", f"case {result.id}")
+    except ResultsError as exc:
+        fail(str(exc))
+    if journal.torn:
+        click.echo(f"dmlconform: {path}: dropping a torn last line (the run was killed while writing it); that "
+                   "case runs again", err=True)
+    return {positions_by_id[r.id]: r for r in journal.results}
 
 
-def _version() -> str:
-    from dmlconform import __version__
+def _journal_writer(journal: Journal | None, path: Path | None, header: dict[str, Any]) -> JournalWriter | None:
+    from dmlconform.results.journal import JournalWriter
 
-    return __version__
+    if path is None:
+        return None
+    try:
+        if journal is not None:
+            return JournalWriter(path, append_at=journal.valid_bytes)
+        return JournalWriter(path, header)
+    except OSError as exc:
+        fail(f"cannot write the journal {path}: {exc.strerror or exc}")

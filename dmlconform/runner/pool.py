@@ -183,9 +183,15 @@ class WorkerPool:
         self.target: FeatureLevel | None = None
 
     # -- life cycle --------------------------------------------------------------------------------
-    def start(self) -> BackendInfo:
-        """Start the workers and wait until each has created its backend; BackendStartError if one cannot."""
+    def launch(self) -> None:
+        """Start the worker processes; they create their backends while the caller does other work."""
         self.workers = [_Worker(self.context, self.setup, slot) for slot in range(self.jobs)]
+
+    def start(self) -> BackendInfo:
+        """Wait until each worker (launched here if need be) has created its backend; BackendStartError if one
+        cannot."""
+        if not self.workers:
+            self.launch()
         for worker in self.workers:
             message = self._await_ready(worker)
             if message:
