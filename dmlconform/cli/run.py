@@ -103,8 +103,8 @@ def backend_settings(backend_name: str, ep: str, harness: str | None, timeout_s:
               help="ONNX Runtime execution provider (onnxruntime backend).")
 @click.option("--harness", metavar="'CMD ARGS'", help="Native harness command line (native backend).")
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=click.FloatRange(0.001),
-              help="Seconds one case may take (the native harness is killed; any other backend's worker is "
-              f"killed {5:g} s later).")
+              help="Seconds one case may take: the native harness is then killed; a worker process of any "
+              "backend that overruns by far more (time for a harness restart, plus 5 s) is killed too.")
 @click.option("--variant", metavar="NAME", help="Reference behaviour where the docs are silent, e.g. swapped "
               "or nan-passes (numpy backend).")
 @click.option("--show", "failures_shown", default=25, show_default=True, type=click.IntRange(0),

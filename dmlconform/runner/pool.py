@@ -37,8 +37,10 @@ from dmlconform.runner.judge import judge_outcome
 
 #: How often the parent looks at the stop flag and the deadlines while it waits for results.
 POLL_S = 0.1
-#: Extra seconds beyond the per-case timeout before the parent kills a worker itself.
+#: Extra seconds beyond the per-case timeout before the parent kills a worker itself, on top of time for a
+#: harness restart (the native backend allows max(timeout, 10 s) for a handshake).
 DEADLINE_GRACE_S = 5.0
+RESTART_ALLOWANCE_S = 10.0
 START_TIMEOUT_S = 120.0
 #: A worker slot whose replacement fails to start this many times in a row is given up.
 MAX_FAILED_STARTS = 3
@@ -176,7 +178,7 @@ class WorkerPool:
 
     def __init__(self, setup: WorkerSetup, jobs: int, stop: threading.Event, timeout_s: float) -> None:
         self.setup, self.jobs, self.stop = setup, jobs, stop
-        self.deadline_s = timeout_s * setup.repeat + DEADLINE_GRACE_S
+        self.deadline_s = timeout_s * setup.repeat + max(timeout_s, RESTART_ALLOWANCE_S) + DEADLINE_GRACE_S
         self.context = _context()
         self.workers: list[_Worker] = []
         self.info: BackendInfo | None = None

@@ -124,3 +124,19 @@ def test_a_backend_that_cannot_start_is_one_line() -> None:
     with pytest.raises(BackendStartError) as info:
         pool.start()
     assert "cannot start harness" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_worker_that_overruns_its_deadline_is_killed_and_the_case_is_a_timeout(cases) -> None:
+    seed = [c for c in cases if c.suite == "seed"][:2]
+    pool = WorkerPool(WorkerSetup("native", BackendOptions(harness=f"{HARNESS} --delay 1.5", timeout_s=30), None), 1,
+                      threading.Event(), 30)
+    pool.deadline_s = 0.5  # far below the harness's own timeout: the parent's deadline acts first
+    pool.start()
+    done: dict[int, list[CaseResult]] = {}
+    try:
+        pool.run(list(enumerate(seed)), lambda index, attempts: done.__setitem__(index, attempts),
+                 lambda result: False, 0)
+    finally:
+        pool.close()
+    assert [done[i][0].status for i in (0, 1)] == [Status.TIMEOUT, Status.TIMEOUT]
+    assert "no result within 0.5 s; worker process killed and replaced" in done[0][0].message
