@@ -33,32 +33,40 @@ def comparable(result: CaseResult) -> dict:
     return data
 
 
-def run_pool(cases, jobs: int, backend: str = "numpy", harness: str | None = None, stop=None, timeout_s=30.0):
-    stop = stop or threading.Event()
-    pool = WorkerPool(WorkerSetup(backend, BackendOptions(harness=harness, timeout_s=timeout_s), None), jobs, stop,
-                      timeout_s)
-    pool.start()
+def make_pool(jobs: int, backend: str = "numpy", harness: str | None = None,
+              stop: threading.Event | None = None) -> WorkerPool:
+    return WorkerPool(WorkerSetup(backend, BackendOptions(harness=harness, timeout_s=30), None), jobs,
+                      stop or threading.Event(), 30)
+
+
+def run_all(pool: WorkerPool, cases, on_done=None) -> dict[int, list[CaseResult]]:
+    """Start the pool if need be, run the cases without retries, and close (or kill, after a stop) the pool."""
+    if pool.info is None:
+        pool.start()
     done: dict[int, list[CaseResult]] = {}
+
+    def finished(index: int, attempts: list[CaseResult]) -> None:
+        done[index] = attempts
+        if on_done is not None:
+            on_done()
+
     try:
-        pool.run(list(enumerate(cases)), lambda index, attempts: done.__setitem__(index, attempts),
-                 lambda result: False, 0)
+        pool.run(list(enumerate(cases)), finished, lambda result: False, 0)
     finally:
-        pool.kill() if stop.is_set() else pool.close()
-    return pool, done
+        pool.kill() if pool.stop.is_set() else pool.close()
+    return done
 
 
 def test_two_workers_give_the_serial_results_case_for_case(cases) -> None:
     serial = run_cases(cases, NumpyBackend())
-    _, done = run_pool(cases, 2)
+    done = run_all(make_pool(2), cases)
     assert sorted(done) == list(range(len(cases)))
     assert [comparable(done[i][0]) for i in range(len(cases))] == [comparable(r) for r in serial.results]
 
 
 def test_a_worker_that_dies_costs_its_case_and_is_replaced(cases) -> None:
     seed = [c for c in cases if c.suite == "seed"][:3]
-    stop = threading.Event()
-    pool = WorkerPool(WorkerSetup("native", BackendOptions(harness=f"{HARNESS} --delay 1", timeout_s=30), None), 1,
-                      stop, 30)
+    pool = make_pool(1, "native", f"{HARNESS} --delay 1")
     pool.start()
     victim = pool.workers[0].process.pid
 
@@ -67,12 +75,7 @@ def test_a_worker_that_dies_costs_its_case_and_is_replaced(cases) -> None:
         os.killpg(victim, signal.SIGKILL)
 
     threading.Thread(target=kill_soon).start()
-    done: dict[int, list[CaseResult]] = {}
-    try:
-        pool.run(list(enumerate(seed)), lambda index, attempts: done.__setitem__(index, attempts),
-                 lambda result: False, 0)
-    finally:
-        pool.close()
+    done = run_all(pool, seed)
     statuses = [done[i][0].status for i in range(3)]
     assert statuses[0] is Status.CRASH and "worker process died" in done[0][0].message
     assert "SIGKILL" in done[0][0].message
@@ -83,17 +86,7 @@ def test_a_worker_that_dies_costs_its_case_and_is_replaced(cases) -> None:
 def test_a_stop_ends_the_run_and_kill_takes_the_harnesses_with_it(cases, tmp_path) -> None:
     log = tmp_path / "served.log"
     stop = threading.Event()
-    pool = WorkerPool(WorkerSetup("native", BackendOptions(harness=f"{HARNESS} --delay 0.2 --log-served {log}",
-                                                           timeout_s=30), None), 2, stop, 30)
-    pool.start()
-    done: dict[int, list[CaseResult]] = {}
-
-    def finished(index: int, attempts: list[CaseResult]) -> None:
-        done[index] = attempts
-        stop.set()
-
-    pool.run(list(enumerate(cases[:20])), finished, lambda result: False, 0)
-    pool.kill()
+    done = run_all(make_pool(2, "native", f"{HARNESS} --delay 0.2 --log-served {log}", stop), cases[:20], stop.set)
     assert 1 <= len(done) < 20
     harness_pids = {int(line.split()[1]) for line in log.read_text().splitlines()}
     assert harness_pids and not [pid for pid in harness_pids if alive(pid)]
@@ -119,8 +112,7 @@ def alive(pid: int) -> bool:
 
 
 def test_a_backend_that_cannot_start_is_one_line() -> None:
-    pool = WorkerPool(WorkerSetup("native", BackendOptions(harness="no-such-harness-xyz"), None), 2,
-                      threading.Event(), 5)
+    pool = make_pool(2, "native", "no-such-harness-xyz")
     with pytest.raises(BackendStartError) as info:
         pool.start()
     assert "cannot start harness" in str(info.value) and "\n" not in str(info.value)
@@ -128,15 +120,8 @@ def test_a_backend_that_cannot_start_is_one_line() -> None:
 
 def test_a_worker_that_overruns_its_deadline_is_killed_and_the_case_is_a_timeout(cases) -> None:
     seed = [c for c in cases if c.suite == "seed"][:2]
-    pool = WorkerPool(WorkerSetup("native", BackendOptions(harness=f"{HARNESS} --delay 1.5", timeout_s=30), None), 1,
-                      threading.Event(), 30)
+    pool = make_pool(1, "native", f"{HARNESS} --delay 1.5")
     pool.deadline_s = 0.5  # far below the harness's own timeout: the parent's deadline acts first
-    pool.start()
-    done: dict[int, list[CaseResult]] = {}
-    try:
-        pool.run(list(enumerate(seed)), lambda index, attempts: done.__setitem__(index, attempts),
-                 lambda result: False, 0)
-    finally:
-        pool.close()
+    done = run_all(pool, seed)
     assert [done[i][0].status for i in (0, 1)] == [Status.TIMEOUT, Status.TIMEOUT]
     assert "no result within 0.5 s; worker process killed and replaced" in done[0][0].message
