@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from dmlconform.cli import bundled_suites, main
+from dmlconform.results.journal import read_journal
 from tests.cli.conftest import BROKEN, HARNESS, SEED, cases_without_timing, load, start, wait_for_lines
 
 
@@ -66,8 +67,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result_with_no_case_run_t
     process.send_signal(signal.SIGKILL)
     process.wait()
     first_log = log.read_text().split("\n")[:-1]
-    journaled = {json.loads(line)["case"]["id"] for line in journal.read_text().splitlines()[1:]
-                 if line.startswith('{"case"')}
+    journaled = {r.id for r in read_journal(journal).results}
     assert not (tmp_path / "r.json").exists()  # killed before any report
     resumed = start([*args, "--resume"])
     _, err = resumed.communicate(timeout=120)
