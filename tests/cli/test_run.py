@@ -30,7 +30,7 @@ def test_three_shards_merged_equal_the_full_run(tmp_path: Path, broken_suite: Pa
     parts = [load(tmp_path / f"part{i}.json") for i in (1, 2, 3)]
     assert [p["shard"] for p in parts] == [{"index": i, "count": 3} for i in (1, 2, 3)]
     sizes = [len(p["cases"]) for p in parts]
-    assert sum(sizes) == 323 and max(sizes) - min(sizes) <= 2
+    assert sum(sizes) == len(load(tmp_path / "full.json")["cases"]) and max(sizes) - min(sizes) <= 2
     merged = invoke("merge", *(str(tmp_path / f"part{i}.json") for i in (3, 1, 2)), "-o", str(tmp_path / "m.json"),
                     "--junit", str(tmp_path / "m.xml"))
     assert merged.exit_code == 1, merged.output
@@ -74,7 +74,8 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result_with_no_case_run_t
     assert resumed.returncode == 0, err
     document = load(tmp_path / "r.json")
     all_ids = [c["id"] for c in document["cases"]]
-    assert len(all_ids) == 41 == len(set(all_ids)) and document["resumed"] == len(journaled) >= 12
+    assert len(all_ids) == document["suite"]["cases"] == len(set(all_ids)) > 12
+    assert document["resumed"] == len(journaled) >= 12
     served_on_resume = [line.split()[0] for line in log.read_text().split("\n")[:-1][len(first_log):]]
     assert sorted(served_on_resume) == sorted(set(all_ids) - journaled)  # each remaining case once, none again
     assert journaled <= {line.split()[0] for line in first_log}
@@ -98,9 +99,10 @@ def test_an_interrupt_writes_a_complete_partial_report(tmp_path: Path, sig: sign
     assert f"INTERRUPTED ({name})" in out and "Traceback" not in err
     document = load(tmp_path / "r.json")
     statuses = [c["status"] for c in document["cases"]]
-    assert len(statuses) == 41 and document["interrupted"] == name
-    assert 3 <= statuses.count("PASS") + statuses.count("INVALID_OK") < 41
-    assert statuses.count("NOT_RUN") == 41 - sum(1 for s in statuses if s != "NOT_RUN")
+    total = document["suite"]["cases"]
+    assert len(statuses) == total and document["interrupted"] == name
+    assert 3 <= statuses.count("PASS") + statuses.count("INVALID_OK") < total
+    assert statuses.count("NOT_RUN") > 0 and set(statuses) <= {"PASS", "INVALID_OK", "NOT_RUN"}
     assert all("interrupted by " + name in c["message"] for c in document["cases"] if c["status"] == "NOT_RUN")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.journal.jsonl", "r.json", "r.xml", "served.log"]
     xmlschema = pytest.importorskip("xmlschema")
@@ -168,7 +170,7 @@ def test_jobs_2_on_the_native_backend_equals_the_serial_run(tmp_path: Path) -> N
                         str(tmp_path / f"j{jobs}.json"))
         assert result.exit_code == 0, result.output
     serial, parallel = load(tmp_path / "j1.json"), load(tmp_path / "j2.json")
-    assert len(serial["cases"]) == 317
+    assert len(serial["cases"]) == serial["suite"]["cases"] > 300
     assert cases_without_timing(parallel) == cases_without_timing(serial)
 
 
