@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from dmlconform.backends.numpy_backend import NumpyBackend
+from dmlconform.case_result import Status
 from dmlconform.compare.comparator import judge
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.ops.base import DescriptionError
-from dmlconform.results import Status
 from dmlconform.runner import run_case
 from dmlconform.suite.loader import discover, load_paths
 

@@ -6,8 +6,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from dmlconform.backend_info import BackendInfo
 from dmlconform.case import Case, Tensors
-from dmlconform.feature_levels import FeatureLevel
+
+# BackendInfo lives low so that result readers need not import backends; it is re-exported here.
+__all__ = ["Backend", "BackendInfo", "BackendOptions", "Outcome", "OutcomeKind"]
 
 
 class OutcomeKind(Enum):
@@ -40,17 +43,6 @@ class Outcome:
     @classmethod
     def error(cls, message: str) -> Outcome:
         return cls(OutcomeKind.ERROR, message=message)
-
-
-@dataclass
-class BackendInfo:
-    name: str
-    version: str
-    device: str
-    #: The level the backend claims, and a line saying how it was found.
-    feature_level: FeatureLevel
-    feature_level_source: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The `native` backend: runs each case in an out-of-process harness (docs/native-harness.md).
 
-The harness is a child process speaking the frame protocol of dmlconform.harness.protocol on its
+The harness is a child process speaking the frame protocol of dmlconform.harness_protocol on its
 stdin/stdout. Whatever it does, every case gets exactly one outcome: a hang becomes TIMEOUT, a dead
 process or a device removal becomes CRASH, an unreadable reply becomes ERROR, and the harness is
 restarted before the next case whenever its stream can no longer be trusted.
@@ -20,11 +20,11 @@ import time
 from collections import deque
 
 from dmlconform import __version__
+from dmlconform import harness_protocol as protocol
 from dmlconform.backends import register
 from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome, OutcomeKind
 from dmlconform.case import Case
-from dmlconform.harness import protocol
-from dmlconform.harness.protocol import Frame, Hello, ProtocolError, StreamEnded
+from dmlconform.harness_protocol import Frame, Hello, ProtocolError, StreamEnded
 
 #: Seconds a harness may take to start and answer the handshake (device creation can be slow).
 MIN_HANDSHAKE_S = 10.0

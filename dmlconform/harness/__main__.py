@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from pathlib import Path
 
-from dmlconform.harness import protocol
+from dmlconform import harness_protocol as protocol
 from dmlconform.harness.server import CRASH_MODES, GARBAGE_MODES, Faults, HarnessServer
 
 
@@ -33,6 +34,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="which malformation (default: size, a tensor whose bytes disagree with its Sizes)")
     faults.add_argument("--device-removed-on", type=_pattern, metavar="REGEX",
                         help="report a removed device (TDR) on matching cases, then exit")
+    faults.add_argument("--flaky-on", type=_pattern, metavar="REGEX",
+                        help="answer matching cases wrongly one time in two (the 1st, 3rd, ... request for each)")
+    faults.add_argument("--delay", type=float, default=0.0, metavar="S", help="wait S seconds before each answer")
+    faults.add_argument("--log-served", type=Path, metavar="FILE",
+                        help="append each served case id and this harness's pid to FILE")
     return parser.parse_args(argv)
 
 
@@ -53,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         stdout.flush()
         return 2
     faults = Faults(args.crash_on, args.crash_mode, args.hang_on, args.garbage_on, args.garbage_mode,
-                    args.device_removed_on)
+                    args.device_removed_on, args.flaky_on, args.delay, args.log_served)
     try:
         return HarnessServer(backend, args.backend, stdin, stdout, faults).serve()
     except BrokenPipeError:  # the runner went away; nothing left to answer

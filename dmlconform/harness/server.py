@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -19,10 +20,10 @@ from typing import BinaryIO
 import numpy as np
 
 from dmlconform import __version__
+from dmlconform import harness_protocol as protocol
 from dmlconform.backends.base import Backend, OutcomeKind
 from dmlconform.case import Case
-from dmlconform.harness import protocol
-from dmlconform.harness.protocol import Frame, Hello, ProtocolError, StreamEnded
+from dmlconform.harness_protocol import Frame, Hello, ProtocolError, StreamEnded
 from dmlconform.ops import OPERATORS, find_operator
 from dmlconform.ops.base import Description, DescriptionError, ParamError
 
@@ -41,6 +42,12 @@ class Faults:
     garbage_on: re.Pattern[str] | None = None
     garbage_mode: str = "size"
     device_removed_on: re.Pattern[str] | None = None
+    #: Give a wrong answer on the 1st, 3rd, 5th... request for each matching case: one time in two.
+    flaky_on: re.Pattern[str] | None = None
+    #: Seconds to wait before answering each request: a slow device.
+    delay_s: float = 0.0
+    #: Append the id of every case served to this file (one line each), to check what ran where.
+    log_served: Path | None = None
 
     @staticmethod
     def hits(pattern: re.Pattern[str] | None, case_id: str) -> bool:
@@ -54,6 +61,7 @@ class HarnessServer:
         self.backend_name = backend_name
         self.stdin, self.stdout = stdin, stdout
         self.faults = faults or Faults()
+        self.served: dict[str, int] = {}
 
     def log(self, message: str) -> None:
         print(f"dmlconform.harness: {message}", file=sys.stderr, flush=True)
@@ -106,11 +114,17 @@ class HarnessServer:
         if not isinstance(case_id, str):
             self.send(protocol.encode_result(str(case_id), "error", message="run request without a string id"))
             return
+        self.served[case_id] = self.served.get(case_id, 0) + 1
+        if self.faults.log_served is not None:
+            with self.faults.log_served.open("a", encoding="utf-8") as log:
+                log.write(f"{case_id} {os.getpid()}\n")
         self.inject_before(case_id)
         status, outputs, message = self.run(frame)
         if Faults.hits(self.faults.garbage_on, case_id):
             self.send_garbage(case_id, outputs)
             return
+        if Faults.hits(self.faults.flaky_on, case_id) and self.served[case_id] % 2 == 1:
+            status, outputs, message = self.wrong_answer(case_id, status, outputs, message)
         self.send(protocol.encode_result(case_id, status, outputs, message))
 
     def run(self, frame: Frame) -> tuple[str, list[tuple[str, np.ndarray]], str]:
@@ -165,6 +179,8 @@ class HarnessServer:
     # -- fault injection ---------------------------------------------------------------------------
     def inject_before(self, case_id: str) -> None:
         faults = self.faults
+        if faults.delay_s > 0:
+            time.sleep(faults.delay_s)
         if Faults.hits(faults.crash_on, case_id):
             self.log(f"injected crash ({faults.crash_mode}) on {case_id}")
             if faults.crash_mode == "abort":
@@ -178,6 +194,22 @@ class HarnessServer:
             self.send(protocol.encode_result(case_id, "device_removed", message="DXGI_ERROR_DEVICE_HUNG "
                                              "(injected by --device-removed-on)", extra={"hresult": "0x887A0006"}))
             os._exit(3)
+
+    def wrong_answer(self, case_id: str, status: str, outputs: list[tuple[str, np.ndarray]],
+                     message: str) -> tuple[str, list[tuple[str, np.ndarray]], str]:
+        """A well-formed reply that fails the case: element 0 changed (NaN, or +1 for integers), or an error
+        where there is no output to change."""
+        self.log(f"injected flaky failure on {case_id} (request {self.served[case_id]})")
+        if status == "ok" and outputs and outputs[0][1].size:
+            name, array = outputs[0]
+            wrong = array.copy()
+            flat = wrong.reshape(-1)
+            if np.issubdtype(flat.dtype, np.floating):
+                flat[0] = 0 if np.isnan(flat[0]) else np.nan
+            else:
+                flat[0] = flat[0] + np.array(1, dtype=flat.dtype)
+            return status, [(name, wrong), *outputs[1:]], message
+        return "error", [], "injected flaky failure (--flaky-on)"  # nothing to distort: refuse differently
 
     def send_garbage(self, case_id: str, outputs: list[tuple[str, np.ndarray]]) -> None:
         mode = self.faults.garbage_mode

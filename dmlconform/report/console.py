@@ -6,9 +6,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from dmlconform.case_result import CaseResult, Status
 from dmlconform.feature_levels import FeatureLevel
-from dmlconform.results import CaseResult
-from dmlconform.runner import RunResult, summary
+from dmlconform.run_result import RunResult, summary
 from dmlconform.verdicts import effective_status, fingerprint, introduced_levels, level_verdicts
 
 FAILURES_SHOWN = 25
@@ -20,6 +20,7 @@ def render(run: RunResult, console: Console, failures_shown: int = FAILURES_SHOW
     console.print(f"claimed feature level {info.feature_level}: {info.feature_level_source}")
     console.print(f"judged at feature level [bold]{run.target_level}[/]; {len(run.results)} cases "
                   f"in {run.duration_s:.2f} s")
+    _run_lines(run, console)
     if not run.results:
         console.print("[yellow]no cases selected[/]")
         return
@@ -28,9 +29,28 @@ def render(run: RunResult, console: Console, failures_shown: int = FAILURES_SHOW
     _verdict_lines(run, levels, console)
     _fingerprint(run.results, console)
     _failures(run.results, console, failures_shown)
+    _ci_overlay(run.results, console, failures_shown)
+    _moved(run, console, failures_shown)
     counts = ", ".join(f"{count} {status}" for status, count in sorted(summary(run.results).items()))
-    style = "bold green" if run.passed else "bold red"
-    console.print(Text(f"{'PASSED' if run.passed else 'FAILED'}: {counts}", style=style))
+    if run.interrupted:
+        verdict, style = f"INTERRUPTED ({run.interrupted})", "bold red"
+    else:
+        verdict, style = ("PASSED", "bold green") if run.passed else ("FAILED", "bold red")
+    console.print(Text(f"{verdict}: {counts}", style=style))
+
+
+def _run_lines(run: RunResult, console: Console) -> None:
+    if run.shard is not None and run.suite is not None:
+        console.print(f"shard {run.shard} of a selection of {run.suite.cases} cases")
+    if run.shards:
+        console.print(f"merged from {len(run.shards)} shard(s): " + ", ".join(s["file"] for s in run.shards))
+    if run.missing_shards:
+        console.print(f"[bold red]missing shards: {', '.join(map(str, run.missing_shards))}[/] (their cases are "
+                      "not in this result)")
+    if run.resumed:
+        console.print(f"resumed: {run.resumed} cases taken from the journal")
+    for file in run.expectations:
+        console.print(f"{file.kind}: {file.path} (sha256 {file.sha256[:12]}…)", markup=False, highlight=False)
 
 
 def _level_table(results: list[CaseResult], levels: list[FeatureLevel], target: FeatureLevel) -> Table:
@@ -69,9 +89,14 @@ def _verdict_lines(run: RunResult, levels: list[FeatureLevel], console: Console)
         if verdict.level not in shown:
             continue
         answer = "[bold green]yes[/]" if verdict.conformant else "[bold red]no[/]"
+        if verdict.known_failures and verdict.known_failures == verdict.failing:
+            # A baseline makes a run green, never a level conformant.
+            answer = f"[bold yellow]no, only with {verdict.known_failures} known failure(s)[/]"
         detail = f"{verdict.matched}/{verdict.required} required cases matched"
         if verdict.failing:
             detail += f", {verdict.failing} not"
+        if verdict.known_failures:
+            detail += f", {verdict.known_failures} of them EXPECTED_FAIL"
         prefix = "" if verdict.claimed else "[dim](not claimed)[/] "
         console.print(f"{prefix}conformant at {verdict.level}: {answer} ({detail})")
 
@@ -90,10 +115,13 @@ def _fingerprint(results: list[CaseResult], console: Console) -> None:
 
 
 def _failures(results: list[CaseResult], console: Console, limit: int) -> None:
-    bad = [r for r in results if not r.status.acceptable]
+    bad = [r for r in results if not r.status.acceptable and r.status is not Status.NOT_RUN]
+    not_run = sum(1 for r in results if r.status is Status.NOT_RUN)
+    if not_run:
+        console.print(f"[bold yellow]{not_run} case(s) not run[/] (status NOT_RUN; `--resume` runs them)")
     if not bad:
         return
-    console.print(f"[bold red]{len(bad)} case(s) did not match[/]")
+    console.print(f"[bold red]{len(bad)} case(s) did not come out as expected[/]")
     for result in bad[:limit]:
         console.print(f"[bold red]{result.status.value}[/] {result.id} [dim]({result.op} {result.dtype} "
                       f"rank {result.rank}, required from {result.required_level}; {result.file})[/]")
@@ -108,4 +136,37 @@ def _failures(results: list[CaseResult], console: Console, limit: int) -> None:
             console.print(table)
     if len(bad) > limit:
         console.print(f"... and {len(bad) - limit} more; see the JSON result for all of them")
+
+
+def _ci_overlay(results: list[CaseResult], console: Console, limit: int) -> None:
+    """Flakes and known failures: listed, because they do not fail the run and must not go unseen."""
+    for status, title in ((Status.FLAKE, "flaky (listed, does not fail the run)"),
+                          (Status.EXPECTED_FAIL, "known failures from the baseline"),
+                          (Status.SKIPPED, "skipped by a skip list")):
+        hits = [r for r in results if r.status is status]
+        if not hits:
+            continue
+        console.print(f"[bold yellow]{len(hits)} {status.value}[/]: {title}")
+        for result in hits[:limit]:
+            runs = ", ".join(s.value for s in result.attempts)
+            console.print(f"  {result.id}" + (f" [dim](runs: {runs})[/]" if status is Status.FLAKE else "") +
+                          (f" [dim]({result.expectation})[/]" if result.expectation else ""))
+        if len(hits) > limit:
+            console.print(f"  ... and {len(hits) - limit} more")
+
+
+def _moved(run: RunResult, console: Console, limit: int) -> None:
+    moved = [r for r in run.results if r.moved_count]
+    repeat = run.settings.get("repeat", 1)
+    if repeat <= 1:
+        return
+    if not moved:
+        console.print(f"[green]every output was bit-identical across {repeat} repeats[/]")
+        return
+    console.print(f"[bold yellow]{len(moved)} case(s) not bit-identical across {repeat} repeats[/]")
+    for result in moved[:limit]:
+        console.print(f"  {result.id}: {result.moved_count} element(s) moved")
+        for element in result.moved:
+            console.print(f"    {element.output}{list(element.index)}: {' | '.join(element.values)}",
+                          markup=False, highlight=False)
 

@@ -12,8 +12,8 @@ from dmlconform.backends import create_backend
 from dmlconform.backends.base import BackendOptions, OutcomeKind
 from dmlconform.backends.native import NativeBackend, describe_exit, harness_argv
 from dmlconform.case import Case
+from dmlconform.case_result import Status
 from dmlconform.cli import main
-from dmlconform.results import Status
 from dmlconform.runner import run_cases
 from dmlconform.suite import SuiteError
 from dmlconform.suite.loader import discover, load_suite

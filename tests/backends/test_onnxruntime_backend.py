@@ -20,13 +20,13 @@ from dmlconform.backends import onnxruntime_backend as orb
 from dmlconform.backends.base import BackendOptions, OutcomeKind
 from dmlconform.backends.onnx_graphs.common import GraphBuilder
 from dmlconform.case import Case
+from dmlconform.case_result import Status
 from dmlconform.cli import main
 from dmlconform.dtypes import DataType
 from dmlconform.feature_levels import HIGHEST, FeatureLevel
 from dmlconform.ops import OPERATORS
 from dmlconform.ops.base import Description, Operator, TensorDesc
 from dmlconform.ops.resample_grad1 import axis_weights
-from dmlconform.results import Status
 from dmlconform.runner import run_case
 
 DML, CUDA, CPU = "DmlExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"

@@ -10,7 +10,7 @@ import pytest
 
 from dmlconform.backends.native import NativeBackend
 from dmlconform.case import Case
-from dmlconform.results import Status
+from dmlconform.case_result import Status
 from dmlconform.runner import run_cases
 
 SOURCE = Path(__file__).resolve().parents[2] / "examples" / "c_harness" / "dmlc_harness.c"

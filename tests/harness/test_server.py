@@ -8,12 +8,12 @@ import sys
 
 import numpy as np
 
+from dmlconform import harness_protocol as protocol
 from dmlconform.backends import create_backend
 from dmlconform.backends.base import BackendOptions
 from dmlconform.dtypes import DataType
-from dmlconform.harness import protocol
-from dmlconform.harness.protocol import Frame
 from dmlconform.harness.server import HarnessServer
+from dmlconform.harness_protocol import Frame
 from dmlconform.ops import find_operator
 from dmlconform.ops.base import Description, TensorDesc
 

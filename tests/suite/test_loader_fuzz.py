@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 
 from dmlconform.backends.numpy_backend import NumpyBackend
+from dmlconform.case_result import Status
 from dmlconform.cli import bundled_suites
-from dmlconform.results import Status
 from dmlconform.runner import run_cases
 from dmlconform.suite import SuiteError
 from dmlconform.suite.loader import load_paths

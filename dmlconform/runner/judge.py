@@ -1,70 +1,25 @@
-"""Hand each case to a backend, judge what comes back, and collect one result per case."""
+"""Judge what a backend returned for one case: a status, the rule, the worst elements and a message."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-
 import numpy as np
 
-from dmlconform.backends.base import Backend, BackendInfo, Outcome, OutcomeKind
+from dmlconform.backends.base import Outcome, OutcomeKind
 from dmlconform.case import Case, Tensors
+from dmlconform.case_result import CaseResult, Status
 from dmlconform.compare.comparator import Judgement, judge
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.ops.base import Reference
-from dmlconform.results import CaseResult, Status
 
 
-@dataclass
-class RunResult:
-    backend: BackendInfo
-    target_level: FeatureLevel
-    started: datetime
-    duration_s: float
-    results: list[CaseResult] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return all(r.status.acceptable for r in self.results)
-
-
-def run_cases(cases: list[Case], backend: Backend, target_level: FeatureLevel | None = None, jobs: int = 1,
-              progress: Callable[[CaseResult], None] | None = None) -> RunResult:
-    info = backend.info()
-    target = target_level or info.feature_level
-    started, clock = datetime.now(UTC), time.perf_counter()
-
-    def one(case: Case) -> CaseResult:
-        result = run_case(case, backend, target)
-        if progress is not None:
-            progress(result)
-        return result
-
-    parallel = jobs > 1 and getattr(backend, "thread_safe", False)
-    if parallel:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(one, cases))
-    else:
-        results = [one(case) for case in cases]
-    return RunResult(info, target, started, time.perf_counter() - clock, results)
-
-
-def run_case(case: Case, backend: Backend, target: FeatureLevel) -> CaseResult:
-    clock = time.perf_counter()
-    try:
-        outcome = backend.run(case)
-    except Exception as exc:  # a backend bug must cost one case, never the run
-        outcome = Outcome.error(f"backend raised {type(exc).__name__}: {exc}")
+def judge_outcome(case: Case, outcome: Outcome, target: FeatureLevel) -> CaseResult:
+    """One result for what the backend did with the case, judged at the target level."""
     result = CaseResult(case.full_id, case.op.name, case.dtype.name, case.rank, case.required_level,
                         Status.ERROR, tags=case.tags, behaviour=case.behaviour, file=str(case.file))
     try:
         evaluate(case, outcome, result)
     except Exception as exc:  # judging must not lose the case either
         result.status, result.message = Status.ERROR, f"judging failed: {type(exc).__name__}: {exc}"
-    result.duration_s = time.perf_counter() - clock
     result.required = case.required_level <= target
     if not result.required:
         # Contract §4: cases above the judged level run and are reported as not required; what they came
@@ -173,8 +128,8 @@ def _judge_outputs(case: Case, expected: Tensors, actual: Tensors, reference: Re
     return worst
 
 
-def summary(results: Iterable[CaseResult]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for result in results:
-        counts[result.status.value] = counts.get(result.status.value, 0) + 1
-    return counts
+def unrun_result(case: Case, status: Status, message: str, target: FeatureLevel) -> CaseResult:
+    """The result of a case that was not run (SKIPPED by a skip list, NOT_RUN after an interrupt)."""
+    return CaseResult(case.full_id, case.op.name, case.dtype.name, case.rank, case.required_level, status,
+                      required=case.required_level <= target, message=message, tags=case.tags,
+                      behaviour=case.behaviour, file=str(case.file))

@@ -1,0 +1,95 @@
+"""Result statuses and the per-case result record that the runner produces and reporters render."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from dmlconform.compare.comparator import Element
+from dmlconform.compare.tolerance import Tolerance
+from dmlconform.feature_levels import FeatureLevel
+
+
+class Status(Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    INVALID_OK = "INVALID_OK"
+    NOT_SUPPORTED = "NOT_SUPPORTED"
+    NOT_REQUIRED = "NOT_REQUIRED"
+    ERROR = "ERROR"
+    CRASH = "CRASH"
+    TIMEOUT = "TIMEOUT"
+    # CI overlay, applied from expectations (baseline, skips, flakes) and retries.
+    EXPECTED_FAIL = "EXPECTED_FAIL"
+    UNEXPECTED_PASS = "UNEXPECTED_PASS"
+    FLAKE = "FLAKE"
+    SKIPPED = "SKIPPED"
+    #: The run stopped (interrupt, missing shard) before this case ran; `--resume` runs it.
+    NOT_RUN = "NOT_RUN"
+
+    @property
+    def matched(self) -> bool:
+        """Counts as a match towards a feature-level verdict."""
+        return self in (Status.PASS, Status.INVALID_OK)
+
+    @property
+    def acceptable(self) -> bool:
+        """Does not make the run fail."""
+        return self in (Status.PASS, Status.INVALID_OK, Status.NOT_REQUIRED, Status.EXPECTED_FAIL,
+                        Status.FLAKE, Status.SKIPPED)
+
+    @property
+    def failure(self) -> bool:
+        """What the backend itself came to when it did not match: the statuses a baseline may list."""
+        return self in FAILURES
+
+
+#: Raw outcomes that a baseline can expect (deqp-runner's Fail, Crash, Timeout, plus ours).
+FAILURES = (Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.NOT_SUPPORTED)
+
+
+@dataclass(frozen=True)
+class MovedElement:
+    """An output element whose bits differed between repeats of one case (`--repeat`)."""
+
+    output: str
+    index: tuple[int, ...]
+    #: The element's value in each repeat, as text with its bit pattern.
+    values: tuple[str, ...]
+
+
+@dataclass
+class CaseResult:
+    id: str
+    op: str
+    dtype: str
+    rank: int
+    required_level: FeatureLevel
+    status: Status
+    required: bool = True
+    matched: str | None = None
+    #: Every candidate the output matched (candidate cases only); several when candidates coincide.
+    matched_all: tuple[str, ...] = ()
+    tolerance: Tolerance | None = None
+    max_ulp: int | None = None
+    max_abs_error: float | None = None
+    worst_index: tuple[int, ...] | None = None
+    message: str = ""
+    duration_s: float = 0.0
+    worst: list[Element] = field(default_factory=list)
+    tags: tuple[str, ...] = ()
+    behaviour: str | None = None
+    #: What the backend's result came to when `status` says something else: the outcome of a NOT_REQUIRED
+    #: case, or the raw status behind EXPECTED_FAIL, UNEXPECTED_PASS and FLAKE.
+    outcome: Status | None = None
+    file: str = ""
+    #: Position in the run's full selection (before sharding); merged shards are put back in this order.
+    index: int = 0
+    #: Raw status of every run of the case, in order: repeats, then retries.
+    attempts: tuple[Status, ...] = ()
+    #: The failure the baseline expects for this case, and the expectation line that applied (file:line).
+    baseline: Status | None = None
+    expectation: str | None = None
+    #: Elements that were not bit-identical across repeats: the first few, and how many in all.
+    moved: list[MovedElement] = field(default_factory=list)
+    moved_count: int = 0

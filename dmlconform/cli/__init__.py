@@ -1,0 +1,23 @@
+"""The `dmlconform` command line: one module per command (run, merge, list/ops/backends)."""
+
+from __future__ import annotations
+
+import click
+
+from dmlconform import __version__
+from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, bundled_suites
+from dmlconform.cli.listing import backends, list_cases, ops
+from dmlconform.cli.merge import merge
+from dmlconform.cli.run import run
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "bundled_suites", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dmlconform")
+def main() -> None:
+    """Conformance tests for DirectML gradient operators."""
+
+
+for _command in (run, merge, list_cases, ops, backends):
+    main.add_command(_command)

@@ -1,0 +1,78 @@
+"""What every command shares: exit statuses, the one-line error, the console, loading and selecting cases."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import click
+from rich.console import Console
+
+from dmlconform.case import Case
+from dmlconform.feature_levels import FeatureLevel
+
+if TYPE_CHECKING:
+    from dmlconform.results.expectations import Expectations
+    from dmlconform.run_result import RunResult
+
+EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
+
+
+def bundled_suites() -> Path:
+    """The bundled test_vectors/: inside the installed package, or beside it in a source checkout."""
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "test_vectors"
+    return packaged if packaged.is_dir() else package.parent / "test_vectors"
+
+
+def make_console(stderr: bool = False) -> Console:
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, width=120)
+    return console
+
+
+def fail(message: str) -> NoReturn:
+    """Print one line to stderr and exit 2: unusable input or usage."""
+    click.echo(f"dmlconform: error: {message}", err=True)
+    sys.exit(EXIT_UNUSABLE)
+
+
+def load_cases(paths: tuple[Path, ...], expression: str | None) -> list[Case]:
+    from dmlconform.suite import SuiteError
+    from dmlconform.suite.loader import load_paths
+    from dmlconform.suite.select import SelectError, select
+
+    try:
+        cases = load_paths(list(paths) or [bundled_suites()])
+        return select(cases, expression)
+    except (SuiteError, SelectError) as exc:
+        fail(str(exc))
+
+
+def parse_level(text: str | None) -> FeatureLevel | None:
+    if text is None:
+        return None
+    try:
+        return FeatureLevel.parse(text)
+    except ValueError as exc:
+        fail(f"--feature-level: {exc}")
+
+
+def write_reports(run: RunResult, json_path: Path | None, junit_path: Path | None, failures_path: Path | None,
+                  expectations: Expectations) -> None:
+    """Each report written atomically; an unwritable path is a usage error (exit 2)."""
+    from dmlconform.atomic_file import write_atomically
+    from dmlconform.report.json_report import write_json
+    from dmlconform.report.junit import write_junit
+    from dmlconform.results.expectations import next_baseline
+
+    writers = ((json_path, write_json), (junit_path, write_junit),
+               (failures_path, lambda r, p: write_atomically(p, next_baseline(r.results, expectations))))
+    for path, writer in writers:
+        if path is not None:
+            try:
+                writer(run, path)
+            except OSError as exc:
+                fail(f"cannot write {path}: {exc.strerror or exc}")

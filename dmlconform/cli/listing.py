@@ -1,0 +1,49 @@
+"""`dmlconform list`, `ops` and `backends`: what there is to run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from dmlconform.cli.common import load_cases, make_console
+
+
+@click.command("list")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("-k", "expression", metavar="EXPR", help="Select cases as `run -k` does.")
+def list_cases(paths: tuple[Path, ...], expression: str | None) -> None:
+    """List the cases with their operator, data type, rank and required feature level."""
+    cases = load_cases(paths, expression)
+    table = Table("case", "op", "dtype", "rank", "required", "kind")
+    for case in cases:
+        kind = "invalid" if case.expect_invalid else ("candidates" if case.candidates else "single")
+        table.add_row(case.full_id, case.op.name, case.dtype.name, str(case.rank), case.required_level.label,
+                      kind)
+    console = make_console()
+    console.print(table)
+    console.print(f"{len(cases)} cases")
+
+
+@click.command()
+def ops() -> None:
+    """Show each operator's support table (from its seed page) and the reference's variants."""
+    from dmlconform.ops import OPERATORS
+
+    table = Table("operator", "from level", "ranks", "data types", "variants")
+    for op in OPERATORS.values():
+        for number, row in enumerate(op.support.rows):
+            names = ", ".join(d.name for d in sorted(row.dtypes, key=lambda d: d.value))
+            table.add_row(op.name if number == 0 else "", row.level.label, f"{row.min_rank}-{row.max_rank}", names,
+                          ", ".join(op.variants) if number == 0 else "")
+    make_console().print(table)
+
+
+@click.command()
+def backends() -> None:
+    """List the available backends."""
+    from dmlconform.backends import backend_names
+
+    for name in backend_names():
+        click.echo(name)

@@ -1,0 +1,294 @@
+"""The JSON result document, format dmlconform-result/v1 (contract §7), both ways.
+
+Fields beyond the contract's are additions (v1 readers ignore them): per case `index`, `attempts`,
+`baseline`, `expectation`, `moved`; at the top level `suite`, `shard`, `settings`, `expectations`,
+`interrupted`, `resumed`, `shards`, `missing_shards`, `determinism`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dmlconform.backend_info import BackendInfo
+from dmlconform.case_result import CaseResult, MovedElement, Status
+from dmlconform.compare.comparator import Element
+from dmlconform.compare.tolerance import Tolerance
+from dmlconform.feature_levels import FeatureLevel
+from dmlconform.results import ResultsError
+from dmlconform.run_result import ExpectationFile, RunResult, Shard, SuiteInfo, summary
+from dmlconform.verdicts import fingerprint, level_verdicts
+
+FORMAT = "dmlconform-result/v1"
+_BACKEND_KEYS = ("name", "version", "device", "feature_level", "feature_level_source")
+
+
+def _number(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def case_json(result: CaseResult) -> dict[str, Any]:
+    return {
+        "id": result.id,
+        "index": result.index,
+        "op": result.op,
+        "dtype": result.dtype,
+        "rank": result.rank,
+        "required_feature_level": result.required_level.label,
+        "required": result.required,
+        "status": result.status.value,
+        "outcome": result.outcome.value if result.outcome else None,
+        "matched": result.matched,
+        "matched_all": list(result.matched_all),
+        "behaviour": result.behaviour,
+        "tolerance": result.tolerance.to_json() if result.tolerance else None,
+        "max_ulp": result.max_ulp,
+        "max_abs_error": _number(result.max_abs_error),
+        "worst_index": list(result.worst_index) if result.worst_index is not None else None,
+        "worst_elements": [
+            {"index": list(e.index), "expected": e.expected, "actual": e.actual, "ulp": e.ulp, "allowed": e.allowed}
+            for e in result.worst
+        ],
+        "message": result.message,
+        "duration_s": round(result.duration_s, 6),
+        "file": result.file,
+        "tags": list(result.tags),
+        "attempts": [s.value for s in result.attempts],
+        "baseline": result.baseline.value if result.baseline else None,
+        "expectation": result.expectation,
+        "moved_count": result.moved_count,
+        "moved": [{"output": m.output, "index": list(m.index), "values": list(m.values)} for m in result.moved],
+    }
+
+
+def configuration(run: RunResult) -> dict[str, Any]:
+    """What must agree between a journal and the run resuming it, and between shards being merged."""
+    return {
+        "tool_version": run.tool_version,
+        "backend": run.backend.name,
+        "target_feature_level": run.target_level.label,
+        "suite": _suite_json(run.suite),
+        "shard": _shard_json(run.shard),
+        "settings": run.settings,
+        # Paths differ between machines; the content is what must agree.
+        "expectations": [{"kind": e.kind, "sha256": e.sha256} for e in run.expectations],
+    }
+
+
+def backend_json(info: BackendInfo) -> dict[str, Any]:
+    return {"name": info.name, "version": info.version, "device": info.device,
+            "feature_level": info.feature_level.label, "feature_level_source": info.feature_level_source,
+            **info.extra}
+
+
+def to_document(run: RunResult) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "tool_version": run.tool_version,
+        "backend": backend_json(run.backend),
+        "target_feature_level": run.target_level.label,
+        "started": run.started.isoformat(),
+        "duration_s": round(run.duration_s, 6),
+        "summary": summary(run.results),
+        "feature_levels": {
+            v.level.label: {"required": v.required, "matched": v.matched, "conformant": v.conformant,
+                            "claimed": v.claimed, "known_failures": v.known_failures}
+            for v in level_verdicts(run.results, run.target_level)
+        },
+        "behaviour_fingerprint": fingerprint(run.results),
+        "suite": _suite_json(run.suite),
+        "shard": _shard_json(run.shard),
+        "settings": run.settings,
+        "expectations": [{"kind": e.kind, "path": e.path, "sha256": e.sha256} for e in run.expectations],
+        "interrupted": run.interrupted,
+        "resumed": run.resumed,
+        "shards": run.shards,
+        "missing_shards": run.missing_shards,
+        "determinism": {"repeat": run.settings.get("repeat", 1),
+                        "nondeterministic": [r.id for r in run.results if r.moved_count]},
+        "cases": [case_json(r) for r in run.results],
+    }
+
+
+def _suite_json(suite: SuiteInfo | None) -> dict[str, Any] | None:
+    if suite is None:
+        return None
+    return {"fingerprint": suite.fingerprint, "cases": suite.cases, "files": suite.files}
+
+
+def _shard_json(shard: Shard | None) -> dict[str, int] | None:
+    return None if shard is None else {"index": shard.index, "count": shard.count}
+
+
+# -- reading ---------------------------------------------------------------------------------------------
+class _Reader:
+    """Typed access to one JSON object that names the file, the place and the field in every complaint."""
+
+    def __init__(self, file: object, data: object, where: str | None = None, prefix: str = "") -> None:
+        self.file, self.where, self.prefix = file, where, prefix
+        if not isinstance(data, dict):
+            raise ResultsError(file, "is not a JSON object", where, prefix.rstrip(".") or None)
+        self.data: dict[str, Any] = data
+
+    def fail(self, key: str, message: str) -> ResultsError:
+        return ResultsError(self.file, message, self.where, self.prefix + key)
+
+    def get(self, key: str, kind: type | tuple[type, ...], optional: bool = False, default: Any = None) -> Any:
+        if key not in self.data or self.data[key] is None:
+            if optional:
+                return default
+            raise self.fail(key, "missing")
+        value = self.data[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+            names = "/".join(k.__name__ for k in _as_tuple(kind))
+            raise self.fail(key, f"is {type(value).__name__} {json.dumps(value)[:40]}, expected {names}")
+        return value
+
+    def status(self, key: str, optional: bool = False) -> Status | None:
+        text = self.get(key, str, optional)
+        if text is None:
+            return None
+        try:
+            return Status(text)
+        except ValueError:
+            raise self.fail(key, f"unknown status {text!r}") from None
+
+    def level(self, key: str) -> FeatureLevel:
+        try:
+            return FeatureLevel.parse(self.get(key, str))
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
+
+    def child(self, key: str, optional: bool = False) -> _Reader | None:
+        value = self.get(key, dict, optional)
+        return None if value is None else _Reader(self.file, value, self.where, f"{self.prefix}{key}.")
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def read_document(path: Path) -> RunResult:
+    """A result file back as a RunResult; ResultsError (one line) for anything unreadable."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(path, f"cannot be read ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(path, f"is not JSON ({exc.msg} at line {exc.lineno})") from None
+    return from_document(data, path)
+
+
+def from_document(data: object, path: object) -> RunResult:
+    top = _Reader(path, data)
+    if top.data.get("format") != FORMAT:
+        raise top.fail("format", f"is {top.data.get('format')!r}, not {FORMAT!r}")
+    backend = top.child("backend")
+    assert backend is not None
+    extra = {k: str(v) for k, v in backend.data.items() if k not in _BACKEND_KEYS}
+    info = BackendInfo(backend.get("name", str), backend.get("version", str), backend.get("device", str),
+                       backend.level("feature_level"), backend.get("feature_level_source", str, True, ""), extra)
+    try:
+        started = datetime.fromisoformat(top.get("started", str))
+    except ValueError:
+        raise top.fail("started", "is not an ISO 8601 time") from None
+    cases = top.get("cases", list)
+    results = [case_from_json(case, path, position) for position, case in enumerate(cases)]
+    run = RunResult(info, top.level("target_feature_level"), started, float(top.get("duration_s", (int, float))),
+                    results, tool_version=top.get("tool_version", str))
+    suite = top.child("suite", optional=True)
+    if suite is not None:
+        run.suite = SuiteInfo(suite.get("fingerprint", str), suite.get("cases", int),
+                              suite.get("files", dict, True, {}))
+    shard = top.child("shard", optional=True)
+    if shard is not None:
+        run.shard = Shard(shard.get("index", int), shard.get("count", int))
+    run.settings = top.get("settings", dict, True, {})
+    for position, entry in enumerate(top.get("expectations", list, True, [])):
+        item = _Reader(path, entry, None, f"expectations[{position}].")
+        run.expectations.append(ExpectationFile(item.get("kind", str), item.get("path", str), item.get("sha256", str)))
+    run.interrupted = top.get("interrupted", str, True)
+    run.resumed = top.get("resumed", int, True, 0)
+    run.shards = top.get("shards", list, True, [])
+    run.missing_shards = top.get("missing_shards", list, True, [])
+    return run
+
+
+def case_from_json(data: object, path: object, position: int, line: int | None = None) -> CaseResult:
+    label = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else f"#{position + 1}"
+    where = f"case {label}" if line is None else f"line {line}: case {label}"
+    case = _Reader(path, data, where)
+    status = case.status("status")
+    assert status is not None
+    tolerance = None
+    rule = case.child("tolerance", optional=True)
+    if rule is not None:
+        try:
+            tolerance = Tolerance.parse(rule.get("rule", str))
+        except ValueError as exc:
+            raise rule.fail("rule", str(exc)) from None
+    worst = []
+    for number, element in enumerate(case.get("worst_elements", list, True, [])):
+        item = _Reader(path, element, where, f"worst_elements[{number}].")
+        worst.append(Element(tuple(item.get("index", list)), item.get("expected", str), item.get("actual", str),
+                             item.get("ulp", int, True), item.get("allowed", str, True, "")))
+    moved = []
+    for number, element in enumerate(case.get("moved", list, True, [])):
+        item = _Reader(path, element, where, f"moved[{number}].")
+        moved.append(MovedElement(item.get("output", str), tuple(item.get("index", list)),
+                                  tuple(item.get("values", list))))
+    attempts = []
+    for value in case.get("attempts", list, True, []):
+        try:
+            attempts.append(Status(value))
+        except ValueError:
+            raise case.fail("attempts", f"unknown status {value!r}") from None
+    worst_index = case.get("worst_index", list, True)
+    return CaseResult(
+        case.get("id", str), case.get("op", str), case.get("dtype", str), case.get("rank", int),
+        case.level("required_feature_level"), status, required=case.get("required", bool, True, True),
+        matched=case.get("matched", str, True), matched_all=tuple(case.get("matched_all", list, True, [])),
+        tolerance=tolerance, max_ulp=case.get("max_ulp", int, True),
+        max_abs_error=case.get("max_abs_error", (int, float), True),
+        worst_index=tuple(worst_index) if worst_index is not None else None,
+        message=case.get("message", str, True, ""), duration_s=float(case.get("duration_s", (int, float), True, 0.0)),
+        worst=worst, tags=tuple(case.get("tags", list, True, [])), behaviour=case.get("behaviour", str, True),
+        outcome=case.status("outcome", optional=True), file=case.get("file", str, True, ""),
+        index=case.get("index", int, True, position), attempts=tuple(attempts),
+        baseline=case.status("baseline", optional=True), expectation=case.get("expectation", str, True),
+        moved=moved, moved_count=case.get("moved_count", int, True, 0))
+
+
+def value_at(data: object, dotted: str) -> object:
+    """The value at a name that first_difference returned (a.b[2].c), for messages."""
+    for part in dotted.replace("[", ".[").split("."):
+        if not part:
+            continue
+        if part.startswith("["):
+            position = int(part[1:-1])
+            data = data[position] if isinstance(data, list) and position < len(data) else None
+        else:
+            data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def first_difference(ours: object, theirs: object, prefix: str = "") -> str | None:
+    """The dotted name of the first field where two JSON values differ, or None when they are equal."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        for key in list(ours) + [k for k in theirs if k not in ours]:
+            found = first_difference(ours.get(key), theirs.get(key), f"{prefix}{key}.")
+            if found:
+                return found
+        return None
+    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
+        for position, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+            found = first_difference(a, b, f"{prefix.rstrip('.')}[{position}].")
+            if found:
+                return found
+        return None
+    return None if ours == theirs else prefix.rstrip(".")

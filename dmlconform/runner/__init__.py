@@ -1,0 +1,87 @@
+"""Hand each case to a backend, judge what comes back, and collect one result per case.
+
+`run_cases` runs in this process, one case after another (the library API and the tests use it);
+`dmlconform.runner.pool` runs cases in worker processes, which is what `dmlconform run` does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import numpy as np
+
+from dmlconform.backends.base import Backend, Outcome, OutcomeKind
+from dmlconform.case import Case
+from dmlconform.case_result import CaseResult, MovedElement, Status
+from dmlconform.compare.comparator import format_value
+from dmlconform.feature_levels import FeatureLevel
+from dmlconform.run_result import RunResult, summary
+from dmlconform.runner.judge import evaluate, judge_outcome
+
+__all__ = ["RunResult", "evaluate", "raw_status", "run_case", "run_cases", "summary"]
+
+#: Moved elements kept per case; the count says how many there were in all.
+MOVED_SHOWN = 10
+
+
+def run_cases(cases: list[Case], backend: Backend, target_level: FeatureLevel | None = None,
+              progress: Callable[[CaseResult], None] | None = None, repeat: int = 1) -> RunResult:
+    info = backend.info()
+    target = target_level or info.feature_level
+    started, clock = datetime.now(UTC), time.perf_counter()
+    results = []
+    for index, case in enumerate(cases):
+        result = run_case(case, backend, target, repeat)
+        result.index = index
+        if progress is not None:
+            progress(result)
+        results.append(result)
+    return RunResult(info, target, started, time.perf_counter() - clock, results)
+
+
+def run_case(case: Case, backend: Backend, target: FeatureLevel, repeat: int = 1) -> CaseResult:
+    """Run a case `repeat` times: the first result that did not match (else the first), with every repeat's
+    status in `attempts` and the output elements that were not bit-identical across repeats in `moved`."""
+    clock = time.perf_counter()
+    outcomes = [_outcome(case, backend) for _ in range(repeat)]
+    judged = [judge_outcome(case, outcome, target) for outcome in outcomes]
+    result = next((r for r in judged if not raw_status(r).matched), judged[0])
+    result.attempts = tuple(raw_status(r) for r in judged)
+    if repeat > 1:
+        _record_moved(case, outcomes, result)
+    result.duration_s = time.perf_counter() - clock
+    return result
+
+
+def raw_status(result: CaseResult) -> Status:
+    """What the backend's result came to, before the level (NOT_REQUIRED) and the CI overlay."""
+    return result.outcome if result.outcome is not None else result.status
+
+
+def _outcome(case: Case, backend: Backend) -> Outcome:
+    try:
+        return backend.run(case)
+    except Exception as exc:  # a backend bug must cost one case, never the run
+        return Outcome.error(f"backend raised {type(exc).__name__}: {exc}")
+
+
+def _record_moved(case: Case, outcomes: list[Outcome], result: CaseResult) -> None:
+    """Compare every repeat's outputs bit for bit with the first repeat's."""
+    if any(o.kind is not OutcomeKind.OUTPUTS for o in outcomes):
+        return
+    for name in case.op.outputs:
+        arrays = [o.outputs.get(name) for o in outcomes]
+        if not all(isinstance(a, np.ndarray) for a in arrays) or len({(a.dtype, a.shape) for a in arrays}) != 1:
+            continue
+        bits = [np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, -1) for a in arrays]
+        differs = np.zeros(arrays[0].size, dtype=bool)
+        for other in bits[1:]:
+            differs |= (other != bits[0]).any(axis=1)
+        where = np.flatnonzero(differs)
+        result.moved_count += int(where.size)
+        for flat in where[: max(MOVED_SHOWN - len(result.moved), 0)]:
+            index = tuple(int(i) for i in np.unravel_index(int(flat), arrays[0].shape))
+            values = tuple(format_value(a.reshape(-1)[flat]) for a in arrays)
+            result.moved.append(MovedElement(name, index, values))

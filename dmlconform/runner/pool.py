@@ -1,0 +1,334 @@
+"""Run cases in worker processes, each with a backend of its own (for `native`, a harness of its own).
+
+The parent hands out one case at a time and collects results; the order cases finish in does not
+matter because every result carries its index in the selection. A worker that dies costs the case it
+was running (CRASH) and is replaced; a case that outlives its deadline costs its worker (TIMEOUT). A
+failing case is retried on the worker that ran it, immediately, so a harness's state carries over the
+way it would in a serial run.
+
+Workers start their own process group (POSIX), so a terminal's Ctrl-C reaches only the parent, and
+`kill` takes each worker down together with the harness it started. Workers also watch a lifeline
+pipe from the parent: when the parent dies, even by SIGKILL, they kill their group and exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copyreg
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+
+from dmlconform.backend_info import BackendInfo
+from dmlconform.backends.base import BackendOptions, Outcome, OutcomeKind
+from dmlconform.case import Case
+from dmlconform.case_result import CaseResult
+from dmlconform.feature_levels import FeatureLevel
+from dmlconform.ops import OPERATORS, find_operator
+from dmlconform.runner import run_case
+from dmlconform.runner.judge import judge_outcome
+
+#: How often the parent looks at the stop flag and the deadlines while it waits for results.
+POLL_S = 0.1
+#: Extra seconds beyond the per-case timeout before the parent kills a worker itself, on top of time for a
+#: harness restart (the native backend allows max(timeout, 10 s) for a handshake).
+DEADLINE_GRACE_S = 5.0
+RESTART_ALLOWANCE_S = 10.0
+START_TIMEOUT_S = 120.0
+#: A worker slot whose replacement fails to start this many times in a row is given up.
+MAX_FAILED_STARTS = 3
+
+
+def _reduce_operator(op: object) -> tuple[Callable[[str], object], tuple[str]]:
+    return find_operator, (op.name,)  # type: ignore[attr-defined]
+
+
+# Operators are singletons compared by identity; a case sent to a worker must arrive with the worker's own.
+for _operator in OPERATORS.values():
+    copyreg.pickle(type(_operator), _reduce_operator)
+
+
+class BackendStartError(RuntimeError):
+    """No worker could create the backend; the message is one line."""
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """Everything a worker needs to create its backend and judge cases; sent to it once."""
+
+    backend: str
+    options: BackendOptions
+    target: FeatureLevel | None
+    repeat: int = 1
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    if sys.platform != "win32" and "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        # The fork server imports these once; each worker is then a fork of it (milliseconds, not a new
+        # interpreter), and never a fork of the parent, whose threads (progress bar) would be copied mid-step.
+        context.set_forkserver_preload(["dmlconform.runner.pool"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> None:
+    if hasattr(os, "setsid"):
+        os.setsid()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    threading.Thread(target=_die_with_parent, args=(lifeline,), daemon=True).start()
+    from dmlconform.backends import create_backend
+
+    try:
+        backend = create_backend(setup.backend, setup.options)
+    except Exception as exc:
+        conn.send(("failed", str(exc.args[0]) if exc.args else str(exc)))
+        return
+    try:
+        info = backend.info()
+        conn.send(("ready", info))
+        target = setup.target or info.feature_level
+        while True:
+            try:
+                task = conn.recv()
+            except (EOFError, OSError):
+                return
+            if task is None:
+                return
+            index, case = task
+            result = run_case(case, backend, target, setup.repeat)
+            result.index = index
+            conn.send(("result", result))
+    finally:
+        backend.close()
+
+
+def _die_with_parent(lifeline: Connection) -> None:
+    with contextlib.suppress(EOFError, OSError):
+        lifeline.recv_bytes()
+    # The parent is gone (or closed the lifeline after a polite stop that this worker outlived).
+    if hasattr(os, "killpg"):
+        with contextlib.suppress(OSError):
+            os.killpg(0, signal.SIGKILL)
+    os._exit(1)
+
+
+class _Worker:
+    def __init__(self, context: multiprocessing.context.BaseContext, setup: WorkerSetup, slot: int) -> None:
+        self.slot = slot
+        self.conn, child_conn = context.Pipe()
+        lifeline_read, self.lifeline = context.Pipe(duplex=False)
+        self.process = context.Process(target=_worker_main, args=(setup, child_conn, lifeline_read),
+                                       name=f"dmlconform-worker-{slot}", daemon=True)
+        self.process.start()
+        child_conn.close()
+        lifeline_read.close()
+        self.task: tuple[int, Case] | None = None
+        self.deadline = 0.0
+        self.info: BackendInfo | None = None
+
+    def send(self, task: tuple[int, Case], deadline_s: float) -> None:
+        self.task, self.deadline = task, time.monotonic() + deadline_s
+        self.conn.send(task)
+
+    def kill(self) -> None:
+        pid = self.process.pid
+        if pid is not None and self.process.exitcode is None:
+            try:
+                os.killpg(pid, signal.SIGKILL)  # the worker and the harness it started
+            except (AttributeError, OSError):
+                with contextlib.suppress(OSError):
+                    self.process.kill()
+        self.process.join(2.0)
+        self._close_pipes()
+
+    def stop(self, grace_s: float) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.conn.send(None)
+        self.process.join(grace_s)
+        self.kill()
+
+    def _close_pipes(self) -> None:
+        for conn in (self.conn, self.lifeline):
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def death(self) -> str:
+        self.process.join(1.0)
+        code = self.process.exitcode
+        if code is None:
+            return "it stopped answering"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+
+class WorkerPool:
+    """N worker processes running cases for the parent; `stop` (an Event) ends `run` within POLL_S."""
+
+    def __init__(self, setup: WorkerSetup, jobs: int, stop: threading.Event, timeout_s: float) -> None:
+        self.setup, self.jobs, self.stop = setup, jobs, stop
+        self.deadline_s = timeout_s * setup.repeat + max(timeout_s, RESTART_ALLOWANCE_S) + DEADLINE_GRACE_S
+        self.context = _context()
+        self.workers: list[_Worker] = []
+        self.info: BackendInfo | None = None
+        self.target: FeatureLevel | None = None
+
+    # -- life cycle --------------------------------------------------------------------------------
+    def launch(self) -> None:
+        """Start the worker processes; they create their backends while the caller does other work."""
+        self.workers = [_Worker(self.context, self.setup, slot) for slot in range(self.jobs)]
+
+    def start(self) -> BackendInfo:
+        """Wait until each worker (launched here if need be) has created its backend; BackendStartError if one
+        cannot."""
+        if not self.workers:
+            self.launch()
+        for worker in self.workers:
+            message = self._await_ready(worker)
+            if message:
+                self.kill()
+                raise BackendStartError(message)
+        assert self.info is not None
+        self.target = self.setup.target or self.info.feature_level
+        return self.info
+
+    def _await_ready(self, worker: _Worker) -> str:
+        """'' once the worker is ready, else why it is not."""
+        give_up = time.monotonic() + START_TIMEOUT_S
+        while not worker.conn.poll(POLL_S):
+            if self.stop.is_set():
+                return "interrupted while the backend was starting"
+            if worker.process.exitcode is not None and not worker.conn.poll(0):
+                return f"worker process ended while creating the backend ({worker.death()})"
+            if time.monotonic() > give_up:
+                return f"the backend did not start within {START_TIMEOUT_S:g} s"
+        try:
+            kind, payload = worker.conn.recv()
+        except (EOFError, OSError):
+            return f"worker process ended while creating the backend ({worker.death()})"
+        if kind != "ready":
+            return str(payload)
+        worker.info = payload
+        if self.info is None:
+            self.info = payload
+        elif (payload.version, payload.device, payload.feature_level) != \
+                (self.info.version, self.info.device, self.info.feature_level):
+            print(f"dmlconform: warning: worker {worker.slot} reports {payload.device} ({payload.version}) at "
+                  f"{payload.feature_level}, worker 0 {self.info.device} ({self.info.version}) at "
+                  f"{self.info.feature_level}", file=sys.stderr)
+        return ""
+
+    def close(self, grace_s: float = 5.0) -> None:
+        """Let each worker close its backend (a harness gets 'bye'), then make sure they are gone."""
+        for worker in self.workers:
+            with contextlib.suppress(OSError, ValueError):
+                worker.conn.send(None)
+        for worker in self.workers:
+            worker.stop(grace_s)
+
+    def kill(self) -> None:
+        for worker in self.workers:
+            worker.kill()
+
+    # -- running -----------------------------------------------------------------------------------
+    def run(self, tasks: list[tuple[int, Case]], on_done: Callable[[int, list[CaseResult]], None],
+            needs_retry: Callable[[CaseResult], bool], retries: int) -> None:
+        """Run every task; `on_done(index, attempts)` gets each case's attempts (more than one when retried).
+
+        Returns when all are done, or as soon as `stop` is set (cases not done are simply not reported)."""
+        pending = deque(tasks)
+        attempts: dict[int, list[CaseResult]] = {}
+        idle = list(self.workers)
+        busy: dict[int, _Worker] = {}  # slot -> worker
+        while (pending or busy) and not self.stop.is_set():
+            while idle and pending:
+                worker = idle.pop(0)
+                if not self._send(worker, pending.popleft(), pending):
+                    continue
+                busy[worker.slot] = worker
+            if not busy:
+                break
+            waitables = [w.conn for w in busy.values()] + [w.process.sentinel for w in busy.values()]
+            wait(waitables, timeout=POLL_S)
+            for worker in list(busy.values()):
+                result = self._collect(worker)
+                if result is None:
+                    continue
+                del busy[worker.slot]
+                worker = self.workers[worker.slot]  # replaced if it died
+                assert worker.task is not None
+                index, case = worker.task
+                tries = attempts.setdefault(index, [])
+                tries.append(result)
+                if needs_retry(result) and len(tries) <= retries and not self.stop.is_set() and \
+                        self._send(worker, (index, case), pending, retry=True):
+                    busy[worker.slot] = worker
+                    continue
+                worker.task = None
+                on_done(index, attempts.pop(index))
+                if worker.process.exitcode is None:
+                    idle.append(worker)
+
+    def _send(self, worker: _Worker, task: tuple[int, Case], pending: deque[tuple[int, Case]],
+              retry: bool = False) -> bool:
+        try:
+            worker.send(task, self.deadline_s)
+            return True
+        except (OSError, ValueError):  # the worker died between cases: replace it and try once more
+            replacement = self._replace(worker)
+            if replacement is None:
+                if not retry:
+                    pending.appendleft(task)
+                return False
+            replacement.send(task, self.deadline_s)
+            return True
+
+    def _collect(self, worker: _Worker) -> CaseResult | None:
+        """The worker's result if it has one, a CRASH or TIMEOUT result if it died or overran, else None."""
+        ended = False
+        try:
+            if worker.conn.poll(0):
+                _, result = worker.conn.recv()
+                return result
+        except (EOFError, OSError):
+            ended = True  # the pipe closed: the worker is dead or dying
+        if not ended and worker.process.exitcode is None and time.monotonic() < worker.deadline:
+            return None
+        assert worker.task is not None and self.target is not None
+        case = worker.task[1]
+        if not ended and worker.process.exitcode is None:
+            worker.kill()
+            outcome = Outcome(OutcomeKind.TIMEOUT, message=f"no result within {self.deadline_s:g} s; "
+                              "worker process killed and replaced")
+        else:
+            outcome = Outcome(OutcomeKind.CRASH, message=f"worker process died while running this case "
+                              f"({worker.death()}); replaced")
+        result = judge_outcome(case, outcome, self.target)
+        result.index = worker.task[0]
+        result.attempts = (result.outcome or result.status,)
+        task = worker.task
+        replacement = self._replace(worker)
+        if replacement is not None:
+            replacement.task = task
+        return result
+
+    def _replace(self, worker: _Worker) -> _Worker | None:
+        worker.kill()
+        for _ in range(MAX_FAILED_STARTS):
+            replacement = _Worker(self.context, self.setup, worker.slot)
+            if not self._await_ready(replacement):
+                self.workers[worker.slot] = replacement
+                return replacement
+            replacement.kill()
+        return None

@@ -1,0 +1,83 @@
+"""The JSON result reads back into the run that wrote it; files of another format are refused by field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dmlconform.case_result import MovedElement, Status
+from dmlconform.compare.comparator import Element
+from dmlconform.compare.tolerance import Tolerance
+from dmlconform.report.json_report import write_json
+from dmlconform.results import ResultsError
+from dmlconform.results.document import first_difference, read_document, to_document
+from dmlconform.run_result import ExpectationFile, Shard
+from tests.results.helpers import result, run
+
+
+def full_run():
+    failing = result("s/b", Status.FAIL, index=1)
+    failing.tolerance, failing.max_ulp, failing.worst_index = Tolerance.parse("ulp:2"), 7, (0, 1)
+    failing.worst = [Element((0, 1), "1.0 (0x3f800000)", "1.0000008 (0x3f800007)", 7, "2 ULP")]
+    flaky = result("s/c", Status.FLAKE, index=2, outcome=Status.CRASH)
+    flaky.attempts = (Status.CRASH, Status.PASS)
+    flaky.moved, flaky.moved_count = [MovedElement("OutputGradientTensor", (3,), ("1.0", "2.0"))], 4
+    known = result("s/d", Status.EXPECTED_FAIL, index=3, outcome=Status.FAIL)
+    known.baseline, known.expectation = Status.FAIL, "fails.csv:1"
+    made = run([result("s/a", Status.PASS), failing, flaky, known], shard=Shard(2, 3), cases=10)
+    made.expectations = [ExpectationFile("baseline", "fails.csv", "a" * 64)]
+    made.interrupted, made.resumed = "SIGINT", 2
+    return made
+
+
+def test_a_written_result_reads_back_field_for_field(tmp_path: Path) -> None:
+    original = full_run()
+    write_json(original, tmp_path / "r.json")
+    again = read_document(tmp_path / "r.json")
+    assert to_document(again) == to_document(original)
+    assert again.results[2].attempts == (Status.CRASH, Status.PASS) and again.shard == Shard(2, 3)
+
+
+def test_a_contract_v1_file_without_the_additions_still_reads(tmp_path: Path) -> None:
+    data = to_document(full_run())
+    for key in ("suite", "shard", "settings", "expectations", "interrupted", "resumed", "shards", "missing_shards",
+                "determinism"):
+        del data[key]
+    for case in data["cases"]:
+        for key in ("index", "attempts", "baseline", "expectation", "moved", "moved_count"):
+            del case[key]
+    (tmp_path / "v1.json").write_text(json.dumps(data))
+    again = read_document(tmp_path / "v1.json")
+    assert [r.index for r in again.results] == [0, 1, 2, 3] and again.suite is None
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    (lambda d: d.update(format="junit"), "r.json: field format: is 'junit', not 'dmlconform-result/v1'"),
+    (lambda d: d["cases"][1].update(status="GREAT"), "r.json: case s/b: field status: unknown status 'GREAT'"),
+    (lambda d: d["cases"][0].update(rank="two"), "r.json: case s/a: field rank: is str \"two\", expected int"),
+    (lambda d: d["cases"][1]["worst_elements"][0].pop("index"),
+     "r.json: case s/b: field worst_elements[0].index: missing"),
+    (lambda d: d["backend"].update(feature_level="9_9"), "r.json: field backend.feature_level: unknown feature level"),
+    (lambda d: d.pop("cases"), "r.json: field cases: missing"),
+])
+def test_unreadable_fields_are_named(tmp_path: Path, change, words: str) -> None:
+    data = to_document(full_run())
+    change(data)
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    with pytest.raises(ResultsError) as info:
+        read_document(tmp_path / "r.json")
+    assert words in str(info.value)
+
+
+def test_not_json_at_all(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text("<testsuites/>")
+    with pytest.raises(ResultsError, match=r"r\.json: is not JSON"):
+        read_document(tmp_path / "r.json")
+
+
+def test_first_difference_names_the_dotted_field() -> None:
+    assert first_difference({"a": {"b": [1, {"c": 2}]}}, {"a": {"b": [1, {"c": 3}]}}) == "a.b[1].c"
+    assert first_difference({"a": 1}, {"a": 1}) is None
+    assert first_difference({"a": 1}, {"a": 1, "z": 0}) == "z"

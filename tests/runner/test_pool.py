@@ -1,0 +1,127 @@
+"""Worker processes: the same results as a serial run, a dead worker costs one case, a stop ends the run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from dmlconform.backends.base import BackendOptions
+from dmlconform.backends.numpy_backend import NumpyBackend
+from dmlconform.case_result import CaseResult, Status
+from dmlconform.cli import bundled_suites
+from dmlconform.runner import run_cases
+from dmlconform.runner.pool import BackendStartError, WorkerPool, WorkerSetup
+from dmlconform.suite.loader import load_paths
+
+HARNESS = "python -m dmlconform.harness --backend numpy"
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return load_paths([bundled_suites()])
+
+
+def comparable(result: CaseResult) -> dict:
+    data = asdict(result)
+    data.pop("duration_s")
+    return data
+
+
+def make_pool(jobs: int, backend: str = "numpy", harness: str | None = None,
+              stop: threading.Event | None = None) -> WorkerPool:
+    return WorkerPool(WorkerSetup(backend, BackendOptions(harness=harness, timeout_s=30), None), jobs,
+                      stop or threading.Event(), 30)
+
+
+def run_all(pool: WorkerPool, cases, on_done=None) -> dict[int, list[CaseResult]]:
+    """Start the pool if need be, run the cases without retries, and close (or kill, after a stop) the pool."""
+    if pool.info is None:
+        pool.start()
+    done: dict[int, list[CaseResult]] = {}
+
+    def finished(index: int, attempts: list[CaseResult]) -> None:
+        done[index] = attempts
+        if on_done is not None:
+            on_done()
+
+    try:
+        pool.run(list(enumerate(cases)), finished, lambda result: False, 0)
+    finally:
+        pool.kill() if pool.stop.is_set() else pool.close()
+    return done
+
+
+def test_two_workers_give_the_serial_results_case_for_case(cases) -> None:
+    serial = run_cases(cases, NumpyBackend())
+    done = run_all(make_pool(2), cases)
+    assert sorted(done) == list(range(len(cases)))
+    assert [comparable(done[i][0]) for i in range(len(cases))] == [comparable(r) for r in serial.results]
+
+
+def test_a_worker_that_dies_costs_its_case_and_is_replaced(cases) -> None:
+    seed = [c for c in cases if c.suite == "seed"][:3]
+    pool = make_pool(1, "native", f"{HARNESS} --delay 1")
+    pool.start()
+    victim = pool.workers[0].process.pid
+
+    def kill_soon() -> None:
+        time.sleep(0.3)  # the first case is in the harness's delay by then
+        os.killpg(victim, signal.SIGKILL)
+
+    threading.Thread(target=kill_soon).start()
+    done = run_all(pool, seed)
+    statuses = [done[i][0].status for i in range(3)]
+    assert statuses[0] is Status.CRASH and "worker process died" in done[0][0].message
+    assert "SIGKILL" in done[0][0].message
+    assert statuses[1:] == [Status.PASS, Status.PASS]
+    assert pool.workers[0].process.pid != victim
+
+
+def test_a_stop_ends_the_run_and_kill_takes_the_harnesses_with_it(cases, tmp_path) -> None:
+    log = tmp_path / "served.log"
+    stop = threading.Event()
+    done = run_all(make_pool(2, "native", f"{HARNESS} --delay 0.2 --log-served {log}", stop), cases[:20], stop.set)
+    assert 1 <= len(done) < 20
+    harness_pids = {int(line.split()[1]) for line in log.read_text().splitlines()}
+    assert harness_pids and not [pid for pid in harness_pids if alive(pid)]
+
+
+def alive(pid: int) -> bool:
+    """Running, not merely a zombie waiting for a parent (here PID 1 of a container) to reap it."""
+    for _ in range(20):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        except OSError:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+        if state == "Z":
+            return False
+        time.sleep(0.1)  # SIGKILL is delivered asynchronously
+    return True
+
+
+def test_a_backend_that_cannot_start_is_one_line() -> None:
+    pool = make_pool(2, "native", "no-such-harness-xyz")
+    with pytest.raises(BackendStartError) as info:
+        pool.start()
+    assert "cannot start harness" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_worker_that_overruns_its_deadline_is_killed_and_the_case_is_a_timeout(cases) -> None:
+    seed = [c for c in cases if c.suite == "seed"][:2]
+    pool = make_pool(1, "native", f"{HARNESS} --delay 1.5")
+    pool.deadline_s = 0.5  # far below the harness's own timeout: the parent's deadline acts first
+    done = run_all(pool, seed)
+    assert [done[i][0].status for i in (0, 1)] == [Status.TIMEOUT, Status.TIMEOUT]
+    assert "no result within 0.5 s; worker process killed and replaced" in done[0][0].message
