@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from dmlconform.results import Status  # noqa: E402
+from dmlconform.case_result import Status  # noqa: E402
 from dmlconform.runner import run_cases  # noqa: E402
 from dmlconform.suite.loader import load_paths  # noqa: E402
 from tests.oracle.drivers import BUGGY, INSIDE_THE_BOUND, LEGITIMATE, UNCATCHABLE, Knobs, SimulatedDriver  # noqa: E402

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from dmlconform.case import Case
+from dmlconform.case_result import Status
 from dmlconform.dtypes import DataType
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.ops import find_operator
 from dmlconform.ops.base import Description, DescriptionError, TensorDesc
-from dmlconform.results import Status
 from dmlconform.runner import run_case
 from tests.oracle.drivers import LEGITIMATE, SimulatedDriver
 

@@ -11,11 +11,11 @@ import pytest
 
 from dmlconform.backends.base import OutcomeKind
 from dmlconform.case import Case
+from dmlconform.case_result import Status
 from dmlconform.compare.comparator import judge
 from dmlconform.dtypes import DataType
 from dmlconform.ops import find_operator
 from dmlconform.ops.base import Description, TensorDesc
-from dmlconform.results import Status
 from dmlconform.runner import run_cases
 from tests.oracle.conftest import REPO
 from tests.oracle.drivers import BUGGY, LEGITIMATE, STRAIGHT, UNCATCHABLE, SimulatedDriver

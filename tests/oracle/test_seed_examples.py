@@ -7,8 +7,8 @@ import pytest
 
 from dmlconform.backends.base import BackendInfo, Outcome
 from dmlconform.case import Case
+from dmlconform.case_result import Status
 from dmlconform.feature_levels import HIGHEST
-from dmlconform.results import Status
 from dmlconform.runner import run_case
 from tests.oracle.conftest import REPO
 
