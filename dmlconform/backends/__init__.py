@@ -31,10 +31,10 @@ def create_backend(name: str, options: BackendOptions) -> Backend:
 
 
 def _load_builtin() -> None:
-    # Each module registers itself; heavy imports (onnxruntime) stay inside the backend's factory.
+    # Each module registers itself; heavy imports (onnxruntime, torch) stay inside the backend's factory.
     import importlib
 
-    for module in ("numpy_backend", "onnxruntime_backend", "native"):
+    for module in ("numpy_backend", "onnxruntime_backend", "native", "torch_backend"):
         try:
             importlib.import_module(f"dmlconform.backends.{module}")
         except ModuleNotFoundError as exc:

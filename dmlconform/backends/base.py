@@ -53,6 +53,8 @@ class BackendOptions:
     harness: str | None = None
     timeout_s: float = 60.0
     variant: str | None = None
+    #: PyTorch device (torch backend): cpu, cuda or cuda:N.
+    device: str = "cpu"
 
 
 class Backend(Protocol):
