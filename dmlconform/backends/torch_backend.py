@@ -88,10 +88,15 @@ class TorchBackend:
         #: Reading of ResampleGrad1's offsets (contract §2); the other behaviours are PyTorch's own.
         self.variant = variant
 
+    @property
+    def readings(self) -> dict[str, str]:
+        """The candidate PyTorch follows for each undocumented behaviour, by behaviour name."""
+        return {**READINGS, "resample-offset-convention": self.variant or VARIANTS[0]}
+
     def info(self) -> BackendInfo:
         torch = self.torch
         version = f"torch {torch.__version__}"
-        extra: dict[str, str] = {"torch": torch.__version__, "device": str(self.device),
+        extra: dict[str, str] = {"torch": torch.__version__, "torch_device": str(self.device),
                                  "float16": "computed in float16 on the device (no upcast)",
                                  "readings": ", ".join(f"{k}={v}" for k, v in READINGS.items())}
         if self.device.type == "cuda":

@@ -60,8 +60,10 @@ def default_journal(json_path: Path | None) -> Path | None:
 
 
 def backend_settings(backend_name: str, ep: str, harness: str | None, timeout_s: float,
-                     variant: str | None) -> dict[str, Any]:
+                     variant: str | None, device: str = "cpu") -> dict[str, Any]:
     """The backend options that change results, for this backend only (merge and resume compare them)."""
+    if backend_name == "torch":
+        return {"device": device, "variant": variant}
     if backend_name == "native":
         return {"harness": harness, "timeout_s": timeout_s}
     if backend_name == "onnxruntime":
@@ -72,7 +74,7 @@ def backend_settings(backend_name: str, ep: str, harness: str | None, timeout_s:
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--backend", "backend_name", default="numpy", show_default=True,
-              help="Backend to test: numpy (the reference), onnxruntime, native.")
+              help="Backend to test: numpy (the reference), onnxruntime, native, torch.")
 @click.option("--feature-level", "level_text", metavar="L", help="Judge at this level (e.g. 5_1) instead of "
               "the level the backend claims.")
 @click.option("-k", "expression", metavar="EXPR", help="Select cases: words (id substring, op, dtype or tag) "
@@ -101,19 +103,21 @@ def backend_settings(backend_name: str, ep: str, harness: str | None, timeout_s:
               help="Run each case N times and report outputs that are not bit-identical.")
 @click.option("--ep", default="auto", show_default=True, type=click.Choice(["auto", "dml", "cuda", "cpu"]),
               help="ONNX Runtime execution provider (onnxruntime backend).")
+@click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
+              help="PyTorch device (torch backend).")
 @click.option("--harness", metavar="'CMD ARGS'", help="Native harness command line (native backend).")
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=click.FloatRange(0.001),
               help="Seconds one case may take: the native harness is then killed; a worker process of any "
               "backend that overruns by far more (time for a harness restart, plus 5 s) is killed too.")
 @click.option("--variant", metavar="NAME", help="Reference behaviour where the docs are silent, e.g. swapped "
-              "or nan-passes (numpy backend).")
+              "or nan-passes (numpy backend; torch: literal or swapped).")
 @click.option("--show", "failures_shown", default=25, show_default=True, type=click.IntRange(0),
               help="Failing cases printed in full.")
 def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expression: str | None,
         json_path: Path | None, junit_path: Path | None, jobs: int, shard_text: str | None,
         journal_path: Path | None, resume: bool, baseline: Path | None, failures_path: Path | None,
         skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
-        harness: str | None, timeout_s: float, variant: str | None, failures_shown: int) -> None:
+        device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int) -> None:
     """Run suite files or folders (default: the bundled test_vectors/) through a backend.
 
     Exit status: 0 every case came out as expected, 1 one did not, 2 unusable input or usage,
@@ -130,7 +134,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
          expression: str | None, json_path: Path | None, junit_path: Path | None, jobs: int, shard_text: str | None,
          journal_path: Path | None, resume: bool, baseline: Path | None, failures_path: Path | None,
          skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
-         harness: str | None, timeout_s: float, variant: str | None, failures_shown: int) -> int:
+         device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int) -> int:
     from dmlconform.backends.base import BackendOptions
     from dmlconform.case_result import Status
     from dmlconform.report.console import render
@@ -159,7 +163,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
         expectations = load_expectations(baseline, list(skip_paths), list(flake_paths))
     except ResultsError as exc:
         fail(str(exc))
-    options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant)
+    options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device)
     pool = WorkerPool(WorkerSetup(backend_name, options, level, repeat), (os.cpu_count() or 1) if jobs == 0 else jobs,
                       stop.event, timeout_s)
     pool.launch()  # backends (harnesses) start while the suites load
@@ -169,7 +173,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
         positions = shard_positions(cases, shard.index, shard.count) if shard else list(range(len(cases)))
         retries = (1 if backend_name == "native" else 0) if retries is None else retries
         settings = {"expression": expression, "repeat": repeat, "retries": retries,
-                    **backend_settings(backend_name, ep, harness, timeout_s, variant)}
+                    **backend_settings(backend_name, ep, harness, timeout_s, variant, device)}
 
         journal = None
         if resume and journal_path is not None and journal_path.exists():
