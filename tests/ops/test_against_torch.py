@@ -36,6 +36,7 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
+from dmlconform.backends.torch_grads.slice_grad import window_view as _slice_view  # noqa: E402
 from dmlconform.dtypes import DataType  # noqa: E402
 from dmlconform.ops import find_operator  # noqa: E402
 from dmlconform.suite.loader import load_paths  # noqa: E402
@@ -61,16 +62,6 @@ def torch_clip_grad(x: np.ndarray, dy: np.ndarray, low, high) -> np.ndarray:
     xt = _t(x.astype(work)).requires_grad_()
     F.hardtanh(xt, float(low), float(high)).backward(_t(dy.astype(work)))
     return xt.grad.numpy().astype(x.dtype)
-
-
-def _slice_view(t, offsets, sizes, strides, counts):
-    for d, (offset, size, stride, count) in enumerate(zip(offsets, sizes, strides, counts, strict=True)):
-        t = t.narrow(d, offset, size)
-        if stride < 0:
-            t = t.flip(d)
-        t = t[(slice(None),) * d + (slice(None, None, abs(stride)),)]
-        t = t.narrow(d, 0, count)
-    return t
 
 
 def torch_slice_grad(dy: np.ndarray, dx_shape, offsets, sizes, strides) -> np.ndarray:

@@ -13,6 +13,7 @@ and dY is put there with `index_put_` (on the signed type of the same width for 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 
@@ -20,10 +21,10 @@ from dmlconform.backends.torch_grads.common import gradient_of
 from dmlconform.ops.base import Description
 
 
-def window_view(t: torch.Tensor, desc: Description, counts: tuple[int, ...]) -> torch.Tensor:
-    p = desc.params
-    for d, (offset, size, stride, count) in enumerate(zip(p["InputWindowOffsets"], p["InputWindowSizes"],
-                                                          p["InputWindowStrides"], counts, strict=True)):
+def window_view(t: torch.Tensor, offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int],
+                counts: Sequence[int]) -> torch.Tensor:
+    """The forward slice of `t` as a view: `counts` elements per dimension, read as DirectML's Slice1 reads them."""
+    for d, (offset, size, stride, count) in enumerate(zip(offsets, sizes, strides, counts, strict=True)):
         t = t.narrow(d, offset, size)
         if stride < 0:
             t = t.flip(d)
@@ -35,12 +36,13 @@ def window_view(t: torch.Tensor, desc: Description, counts: tuple[int, ...]) -> 
 def realise(desc: Description, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
     dy = inputs["InputGradientTensor"]
     shape = desc.output.shape
-    counts = tuple(dy.shape)
+    p = desc.params
+    window = (p["InputWindowOffsets"], p["InputWindowSizes"], p["InputWindowStrides"], tuple(dy.shape))
     if desc.output.dtype.is_float:
         zeros = torch.zeros(shape, dtype=dy.dtype, device=dy.device)
-        return gradient_of(lambda x: window_view(x, desc, counts), zeros, dy)
+        return gradient_of(lambda x: window_view(x, *window), zeros, dy)
     places = torch.arange(math.prod(shape), device=dy.device).reshape(shape)
-    read = window_view(places, desc, counts).reshape(-1)
+    read = window_view(places, *window).reshape(-1)
     out = torch.zeros(math.prod(shape), dtype=dy.dtype, device=dy.device)
     out.index_put_((read,), dy.reshape(-1))
     return out.reshape(shape)
