@@ -289,11 +289,27 @@ def test_coordinates_divide_rather_than_multiply_by_the_reciprocal():
     ("NEAREST_NEIGHBOR", "INCREASING", 2.0, 0.0, 0.0, 4, 8, None),  # torch has no ceil mode
     ("NEAREST_NEIGHBOR", "DECREASING", 4.0, 0.0, 0.0, 4, 8, None),  # torch's nearest ignores the scale at 2x size
     ("LINEAR", "DECREASING", 0.5, 0.5, -0.5, 2, 4, None),  # the last coordinate lies past the input
+    ("NEAREST_NEIGHBOR", "DECREASING", 2.0, 0.0, 0.0, 3, 7, None),  # output 6 reads input 3, clamped to 2
+    ("NEAREST_NEIGHBOR", "DECREASING", 2.0, 0.0, -0.5, 3, 6, "nearest-exact"),
     ("LINEAR", "DECREASING", 2.0, 0.0, 0.0, 4, 8, None),  # offsets torch has no mode for
 ])
 def test_torch_mode_only_where_the_coordinates_are_bit_identical(mode, rounding, scale, ipo, opo, n_in, n_out,
                                                                   expected):
     assert torch_resample.torch_mode(mode, rounding, scale, ipo, opo, n_in, n_out) == expected
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("offsets", [(0.0, 0.0), (0.0, -0.5), (0.5, -0.5)])
+def test_resample_gradient_larger_than_dx_times_scale(device, offsets):
+    """The last outputs read past the input and are clamped to its edge. PyTorch's CUDA upsample kernels assume
+    they do not (nearest's backward dropped their gradients on an H100), so the backend must not use them here."""
+    mode = "LINEAR" if offsets == (0.5, -0.5) else "NEAREST_NEIGHBOR"
+    p = {"InterpolationMode": mode, "RoundingDirection": "DECREASING", "Scales": [2.0],
+         "InputPixelOffsets": [offsets[0]], "OutputPixelOffsets": [offsets[1]]}
+    dy = np.arange(1, 10, dtype=np.float32)
+    case = make_case("RESAMPLE_GRAD1", p, {"InputGradientTensor": dy}, (3,))
+    assert torch_output(case, device).sum() == dy.sum()  # every gradient lands somewhere
+    assert status_on_torch(case, device) is Status.PASS
 
 
 def random_resample_case(rng: np.random.Generator, dtype, mode: str, rounding: str, offsets: tuple[float, float]

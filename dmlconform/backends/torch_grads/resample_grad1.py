@@ -9,8 +9,10 @@ Per axis, the forward is:
   (NEAREST_NEIGHBOR, DECREASING, InputPixelOffset 0, OutputPixelOffset -0.5) and `upsample_linear1d` with
   align_corners=False (LINEAR, offsets 0.5 and -0.5). PyTorch multiplies by 1/Scale where DirectML divides
   by Scale, so this is used only where Scale is a power of two (then both are exact); nearest is not used
-  where PyTorch ignores the scale (dY of the same or twice the size of dX with another scale), and linear
-  not where the last coordinate lies past the input (PyTorch's CUDA kernel would read past it);
+  where PyTorch ignores the scale (dY of the same or twice the size of dX with another scale), and no mode
+  where the last coordinate lies past the input (dY larger than dX·Scale): DirectML clamps it to the edge,
+  but PyTorch's CUDA kernels do not (linear reads past the input; nearest's backward drops those gradients,
+  as a run on an H100 showed);
 * otherwise DirectML's formula written in PyTorch: the coordinate in float32 (a true element-wise division,
   not a multiplication by a reciprocal), floor or ceil, the taps clamped to the edge, LINEAR weights
   `1 - t` and `t` rounded once to the data type; the forward is `index_select` of the taps times their
@@ -61,7 +63,10 @@ def torch_mode(mode: str, rounding: str, scale: float, input_offset: float, outp
         return None
     if name == "nearest" and ((n_out == n_in and scale != 1.0) or (n_out == 2 * n_in and scale != 2.0)):
         return None
-    if name == "linear" and (n_out - 0.5) / scale - 0.5 >= n_in:
+    if (n_out - 1 - output_offset) / scale - input_offset >= n_in:
+        # The last coordinate lies past the input. DirectML clamps it to the edge; PyTorch's CUDA kernels assume
+        # dY is no larger than dX·Scale: linear reads past the input, and nearest's backward (which gathers, per
+        # input element, the outputs in [ceil(i·Scale), ceil((i + 1)·Scale))) drops the clamped ones.
         return None
     return name
 
