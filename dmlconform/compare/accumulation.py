@@ -23,6 +23,8 @@ class Accumulation:
         of one weight per axis). 0 means every weight is ±1: each product is a copy and cannot round.
     abs_gradient_sum: D = Σ |dy_i|, what a weight that underflows as it is rounded can cost (read only
         where f > 0).
+    coordinate_slack: C, how far the element may move because the coordinates that weight its terms are
+        not known exactly (ResampleGrad1 LINEAR: dmlconform/ops/_resample_coordinates.py); 0 elsewhere.
     """
 
     value: np.ndarray
@@ -30,3 +32,4 @@ class Accumulation:
     count: np.ndarray
     weight_factors: np.ndarray | int = 0
     abs_gradient_sum: np.ndarray | float = 0.0
+    coordinate_slack: np.ndarray | float = 0.0

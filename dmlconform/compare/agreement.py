@@ -60,8 +60,9 @@ def agreement(a: np.ndarray, b: np.ndarray, dtype: DataType, tolerance: Toleranc
         allowed = np.zeros(x.shape, dtype=np.float64)
         parts = [np.broadcast_to(np.asarray(getattr(accumulation, name)), a.shape).ravel()[differs]
                  for name in ("count", "abs_sum", "weight_factors", "abs_gradient_sum")]
+        slack = np.broadcast_to(np.asarray(accumulation.coordinate_slack), a.shape).ravel()[differs]
         for centre in (x, y):
-            allowed = allowed + bound.allowance(centre, *parts, dtype, tolerance.k)
+            allowed = allowed + bound.allowance(centre, *parts, dtype, tolerance.k, slack)
         with np.errstate(invalid="ignore", over="ignore"):
             gap = np.abs(x.astype(np.float64) - y.astype(np.float64))
         close = finite & ((ulps == 0) | (gap <= allowed))

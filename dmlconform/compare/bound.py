@@ -48,11 +48,13 @@ def must_be_exact(count: np.ndarray, weight_factors: np.ndarray) -> np.ndarray:
 
 
 def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight_factors: np.ndarray,
-              abs_gradient_sum: np.ndarray, dtype: DataType, k: float | None = None) -> np.ndarray:
+              abs_gradient_sum: np.ndarray, dtype: DataType, k: float | None = None,
+              coordinate_slack: np.ndarray | float = 0.0) -> np.ndarray:
     """The largest |actual − golden| the rule accepts, per element, as float64 (0 means exact).
 
     All arrays have the same shape; `golden` has the data type's own type. An explicit K replaces the
     default K only; the exact cases stay exact, because they do not depend on how anything is summed.
+    `coordinate_slack` (ResampleGrad1 LINEAR coordinates not known exactly) adds to every element.
     """
     kk = default_k(count, weight_factors) if k is None else np.full(count.shape, float(k))
     smallest = float(np.finfo(dtype.numpy).smallest_subnormal)
@@ -61,17 +63,22 @@ def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight
         rounding = gamma(kk, dtype) * abs_sum + 0.5 * ulp_of(golden)
         underflow = (1 + gamma(kk + 1, dtype)) * 0.5 * smallest * (count + weight_roundings * abs_gradient_sum)
         allowed = rounding + np.where(weight_factors > 0, underflow, 0.0)
-    return np.where(must_be_exact(count, weight_factors), 0.0, allowed)
+    return np.where(must_be_exact(count, weight_factors), 0.0, allowed) + coordinate_slack
 
 
 def explain(golden: np.floating, count: int, abs_sum: float, weight_factors: int, abs_gradient_sum: float,
-            dtype: DataType, k: float | None) -> str:
+            dtype: DataType, k: float | None, coordinate_slack: float = 0.0) -> str:
     """One line naming the branch of the rule that decided an element, with its numbers."""
+    coordinates = f" + C={coordinate_slack:.3g} for coordinates" if coordinate_slack else ""
+    if not np.isfinite(golden):
+        return "only the same infinity" if np.isinf(golden) else "NaN"
     if count == 0:
-        return "±0 (no term lands here)"
+        return f"|err| <= {coordinate_slack:.6g} (no term lands here{coordinates})" if coordinate_slack \
+            else "±0 (no term lands here)"
     if count == 1 and weight_factors == 0:
         return "exact (one copy, weight ±1)"
     kk = float(default_k(np.array([count]), np.array([weight_factors]))[0]) if k is None else float(k)
     limit = float(allowance(np.array([golden], dtype=dtype.numpy), np.array([count]), np.array([abs_sum]),
-                            np.array([weight_factors]), np.array([abs_gradient_sum]), dtype, k)[0])
-    return f"|err| <= {limit:.6g} (γ_K·M + ½ulp(g), K={kk:g}, n={count}, M={abs_sum:.6g})"
+                            np.array([weight_factors]), np.array([abs_gradient_sum]), dtype, k,
+                            np.array([coordinate_slack]))[0])
+    return f"|err| <= {limit:.6g} (γ_K·M + ½ulp(g){coordinates}, K={kk:g}, n={count}, M={abs_sum:.6g})"

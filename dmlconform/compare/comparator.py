@@ -101,7 +101,8 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
         abs_sum = np.broadcast_to(accumulation.abs_sum, shape).ravel()[where]
         factors = np.broadcast_to(accumulation.weight_factors, shape).ravel()[where]
         gradients = np.broadcast_to(accumulation.abs_gradient_sum, shape).ravel()[where]
-        allowed = bound.allowance(e, count, abs_sum, factors, gradients, dtype, tolerance.k)
+        slack = np.broadcast_to(accumulation.coordinate_slack, shape).ravel()[where]
+        allowed = bound.allowance(e, count, abs_sum, factors, gradients, dtype, tolerance.k, slack)
         ok_finite = finite & (abs_error <= allowed)
         with np.errstate(invalid="ignore", divide="ignore"):
             # An element allowed nothing that is off at all ranks above every element allowed something.
@@ -129,7 +130,7 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
         else:
             assert accumulation is not None
             limit_text = bound.explain(e[i], int(count[i]), float(abs_sum[i]), int(factors[i]), float(gradients[i]),
-                                       dtype, tolerance.k)
+                                       dtype, tolerance.k, float(slack[i]))
         worst.append(_element(e, a, where, shape, i, int(ulps[i]) if finite[i] else None, limit_text))
     return Judgement(False, tolerance, mismatches, max_ulp, max_abs, _unravel(int(where[order[0]]), shape), worst)
 

@@ -22,6 +22,7 @@ from dmlconform.compare.tolerance import Tolerance
 from dmlconform.dtypes import DataType as T
 from dmlconform.feature_levels import FeatureLevel as L
 from dmlconform.feature_levels import SupportRow, SupportTable
+from dmlconform.ops import _resample_coordinates as coordinates
 from dmlconform.ops.base import (
     Description,
     DescriptionError,
@@ -72,9 +73,13 @@ class AxisTaps:
     def terms_per_input(self) -> np.ndarray:
         return np.bincount(self.cols, minlength=self.n_in)
 
-    def rounding_per_input(self) -> np.ndarray:
-        """1 where some tap landing on the input has a weight other than ±1 (a factor that may round), else 0."""
-        return (np.bincount(self.cols, weights=np.abs(self.weights) != 1, minlength=self.n_in) > 0).astype(np.int64)
+    def rounding_per_input(self, uncertain: np.ndarray | None = None) -> np.ndarray:
+        """1 where some tap landing on the input has a weight other than ±1, or (`uncertain`: a reach
+        matrix of coordinates not known exactly) a weight that may move: a factor that may round."""
+        rounds = np.bincount(self.cols, weights=np.abs(self.weights) != 1, minlength=self.n_in) > 0
+        if uncertain is not None:
+            rounds |= uncertain.any(axis=0)
+        return rounds.astype(np.int64)
 
 
 def axis_taps(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float,
@@ -121,15 +126,27 @@ def apply_transposed(dy: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def contribution_counts(taps: list[AxisTaps]) -> tuple[np.ndarray, np.ndarray]:
+def contribution_counts(taps: list[AxisTaps], uncertain: list[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
     """Per dX element: the number of terms summed into it (the product of the per-axis tap counts), and
     the number of axes whose weight factor may round (a term's weight is the product of its axes')."""
     count = np.ones((), dtype=np.int64)
     factors = np.zeros((), dtype=np.int64)
-    for axis in taps:
+    for axis, reach in zip(taps, uncertain, strict=True):
         count = np.multiply.outer(count, axis.terms_per_input())
-        factors = np.add.outer(factors, axis.rounding_per_input())
+        factors = np.add.outer(factors, axis.rounding_per_input(reach))
     return count, factors
+
+
+def coordinate_slack(dy_abs: np.ndarray, deltas: list[np.ndarray], reaches: list[np.ndarray]) -> np.ndarray:
+    """C per dX element: Σ over the gradients whose taps may reach it of |dy|·Σ_a Δx_a (float64)."""
+    slack = np.zeros(tuple(r.shape[1] for r in reaches))
+    for axis, delta in enumerate(deltas):
+        if not delta.any():
+            continue
+        shape = [1] * dy_abs.ndim
+        shape[axis] = delta.size
+        slack += apply_transposed(dy_abs * delta.reshape(shape), reaches)
+    return slack
 
 
 class ResampleGrad1(Operator):
@@ -159,15 +176,32 @@ class ResampleGrad1(Operator):
         """Per axis, the dense forward weight matrix W[o, i]."""
         return [axis.matrix() for axis in self.taps(desc, variant)]
 
-    def taps(self, desc: Description, variant: str | None = None) -> list[AxisTaps]:
+    def axes(self, desc: Description, variant: str | None = None) -> list[tuple[int, int, float, float, float]]:
+        """Per axis: (dX extent, dY extent, scale, forward input offset, forward output offset)."""
         p = desc.params
         ipo, opo = p["InputPixelOffsets"], p["OutputPixelOffsets"]
         if (variant or self.variants[0]) == "swapped":
             ipo, opo = opo, ipo
         dy = desc.tensors["InputGradientTensor"].shape
         dx = desc.output.shape
-        return [axis_taps(dx[a], dy[a], p["Scales"][a], ipo[a], opo[a], p["InterpolationMode"],
-                             p["RoundingDirection"]) for a in range(len(dx))]
+        return [(dx[a], dy[a], p["Scales"][a], ipo[a], opo[a]) for a in range(len(dx))]
+
+    def taps(self, desc: Description, variant: str | None = None) -> list[AxisTaps]:
+        p = desc.params
+        return [axis_taps(*axis, p["InterpolationMode"], p["RoundingDirection"]) for axis in self.axes(desc, variant)]
+
+    def uncertain_coordinates(self, desc: Description, variant: str | None = None
+                              ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per axis: the contract's coordinates x(o) and how precisely they are known, Δx(o)."""
+        return [(source_coordinates(n_out, scale, ipo, opo).astype(np.float64),
+                 coordinates.uncertainty(n_out, scale, ipo, opo))
+                for _, n_out, scale, ipo, opo in self.axes(desc, variant)]
+
+    def ambiguous_picks(self, desc: Description, variant: str | None = None) -> list[np.ndarray]:
+        """NEAREST_NEIGHBOR: per axis, the output coordinates whose pick depends on the evaluation order."""
+        rounding = desc.params["RoundingDirection"]
+        return [coordinates.ambiguous_picks(x, delta, rounding)
+                for x, delta in self.uncertain_coordinates(desc, variant)]
 
     def reference(self, desc: Description, inputs: Mapping[str, np.ndarray], variant: str | None = None
                   ) -> Reference:
@@ -180,10 +214,32 @@ class ResampleGrad1(Operator):
             abs_sum = apply_transposed(np.abs(dy64), [np.abs(w) for w in weights])
             abs_gradient_sum = apply_transposed(np.abs(dy64), [axis.tap_matrix() for axis in taps])
             out = value.astype(dy.dtype)
-        count, factors = contribution_counts(taps)
+            slack, uncertain = self._coordinate_slack(desc, variant, taps, np.abs(dy64))
+        count, factors = contribution_counts(taps, uncertain)
         return Reference({"OutputGradientTensor": out},
                          {"OutputGradientTensor": Accumulation(value, abs_sum, count, factors,
-                                                                       abs_gradient_sum)})
+                                                               abs_gradient_sum, slack)})
+
+    def _coordinate_slack(self, desc: Description, variant: str | None, taps: list[AxisTaps], dy_abs: np.ndarray
+                          ) -> tuple[np.ndarray | float, list[np.ndarray | None]]:
+        """What coordinates that are not known exactly cost each element, and per axis the reach of those
+        coordinates (for the weight factors that may round); (0, [None, ...]) where every one is exact."""
+        known = self.uncertain_coordinates(desc, variant)
+        if not any(delta.any() for _, delta in known):
+            return 0.0, [None] * len(taps)
+        deltas = [delta for _, delta in known]
+        if desc.params["InterpolationMode"] == "LINEAR":
+            reaches = [coordinates.reach(x, delta, axis.n_in) for (x, delta), axis in zip(known, taps, strict=True)]
+            return coordinate_slack(dy_abs, deltas, reaches), [r * (d > 0)[:, None] for r, d in
+                                                               zip(reaches, deltas, strict=True)]
+        rounding = desc.params["RoundingDirection"]
+        ambiguous = [coordinates.ambiguous_picks(x, delta, rounding).astype(np.float64) for x, delta in known]
+        if not any(a.any() for a in ambiguous):
+            return 0.0, [None] * len(taps)
+        reaches = [coordinates.pick_reach(x, delta, axis.n_in, rounding)
+                   for (x, delta), axis in zip(known, taps, strict=True)]
+        # An ambiguous pick may put the whole gradient on either element: |dy| of slack on both.
+        return coordinate_slack(dy_abs, ambiguous, reaches), [None] * len(taps)
 
     def default_tolerance(self, desc: Description, ref: Reference) -> Tolerance:
         return Tolerance.bound()

@@ -51,6 +51,8 @@ class Knobs:
     resample_offsets: str = "literal"
     zero_weight_taps: str = "skipped"  # LINEAR taps of weight 0 over an infinite or NaN gradient
     fp32_denormals: str = "preserved"  # or flushed (inputs and results of arithmetic, D3D's fp32 rule)
+    #: How the ResampleGrad1 source coordinate is evaluated in float32 (its order is undocumented).
+    coordinates: str = "division"
     #: A named mistake (see BUGS); None for a legitimate driver.
     bug: str | None = None
 
@@ -350,6 +352,13 @@ def _coordinate(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in
             x = (f(o) - f(opo)) * f(scale) - f(ipo)
         elif knobs.bug == "resample-half-pixel-off":
             x = (f(o) + f(0.5) - f(opo)) / f(scale) - f(0.5) - f(ipo)
+        elif knobs.coordinates == "reciprocal":  # (o − OPO)·(1/S) − IPO, 1/S a float32 constant
+            x = (f(o) - f(opo)) * (f(1) / f(scale)) - f(ipo)
+        elif knobs.coordinates == "folded":  # o·(1/S) − (OPO·(1/S) + IPO): offsets folded into one bias
+            r = f(1) / f(scale)
+            x = f(o) * r - (f(opo) * r + f(ipo))
+        elif knobs.coordinates == "divided-bias":  # o/S − (OPO/S + IPO)
+            x = f(o) / f(scale) - (f(opo) / f(scale) + f(ipo))
         else:
             x = (f(o) - f(opo)) / f(scale) - f(ipo)
     return float(x)
@@ -450,6 +459,11 @@ LEGITIMATE: tuple[Knobs, ...] = (
           zero_weight_taps="read"),
     Knobs("fp32-denormals-flushed", "fp32 denormal inputs and results flushed to signed zero (D3D allows it)",
           fp32_denormals="flushed"),
+    Knobs("coordinates-by-reciprocal", "ResampleGrad1 coordinates as (o − OPO)·(1/S) − IPO, sums in fp32",
+          Summation(accumulate="float32"), coordinates="reciprocal"),
+    Knobs("coordinates-folded", "ResampleGrad1 coordinates as o·(1/S) − (OPO·(1/S) + IPO)", coordinates="folded"),
+    Knobs("coordinates-divided-bias", "ResampleGrad1 coordinates as o/S − (OPO/S + IPO)",
+          coordinates="divided-bias"),
 )
 
 #: Each bug: (name, what a real driver would have done).

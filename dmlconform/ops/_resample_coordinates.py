@@ -1,0 +1,96 @@
+"""How precisely a ResampleGrad1 source coordinate is known, and what that costs a LINEAR sum.
+
+Contract §1 writes the forward's source coordinate as `x = (o − OPO)/S − IPO`, computed in float32. The
+order of that evaluation is undocumented (dml-semantics.md §5.4: "whether 1/Scale is precomputed …"):
+a shader may divide, or multiply by a float32 reciprocal of the scale, fold both offsets into one
+bias, and fuse the last multiply-add. Each order rounds differently, and real DirectML (1.15.4, under
+Wine on lavapipe) follows none of them bit for bit: on two LINEAR float32 cases its results are 59 and
+81 ULP from the division form's golden, within a few ULP of the reciprocal forms'.
+
+So a coordinate counts as exact only where every modelled order gives the same float32 value;
+elsewhere it is known to within `Δx = γ_6(u32)·A`, `A = (|o| + |OPO|)/|S| + |IPO|`: the longest order
+(reciprocal, bias from `OPO·(1/S) + IPO`, then `o·(1/S) − bias`) rounds five times, and D3D lets a
+reciprocal be off by one ULP, which counts as a sixth (docs/tolerances.md §5b).
+
+For LINEAR, a coordinate off by `δ` moves each tap weight by at most `δ` (weights are `1 − t` and `t`,
+`t = x − floor(x)`), so a term `w·dy` moves by at most `|dy|·Σ_a Δx_a` over the axes of its weight, and a
+coordinate within `Δx` of an integer may put a tap of weight up to `Δx` on the element beyond it. The
+reference adds that up per element as *coordinate slack*. NEAREST_NEIGHBOR picks one element, so an
+uncertain coordinate matters only where it could round either way (`ambiguous_picks`: an exact
+integer such as `x = (5 − 0.5)/3 − 0.5 = 1` that one order computes as 0.99999994): that gradient may
+land on either element, and both get its `|dy|` as slack.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dmlconform.dtypes import DataType
+
+#: Roundings in the longest modelled evaluation of a coordinate, plus one for a 1-ULP reciprocal.
+COORDINATE_ROUNDINGS = 6
+_U32 = DataType.FLOAT32.unit_roundoff
+
+
+def _fma32(a: np.ndarray, b: np.ndarray | np.floating, c: np.ndarray | np.floating) -> np.ndarray:
+    """float32 fused multiply-add: a·b is exact in float64 (24 + 24 bits); the sum rounds there only
+    when its operands are 29 binades apart, far beyond any coordinate's."""
+    return (a.astype(np.float64) * np.float64(b) + np.asarray(c, dtype=np.float64)).astype(np.float32)
+
+
+def evaluation_orders(n_out: int, scale: float, input_offset: float, output_offset: float) -> np.ndarray:
+    """x(o) as each modelled order evaluates it in float32, shape [orders, n_out]; row 0 is the contract's."""
+    f32 = np.float32
+    o = np.arange(n_out, dtype=np.float32)
+    s, ipo, opo = f32(scale), f32(input_offset), f32(output_offset)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        r = f32(1) / s
+        shifted = o - opo
+        division = shifted / s - ipo
+        reciprocal = shifted * r - ipo
+        reciprocal_fused = _fma32(shifted, r, -ipo)
+        bias = f32(opo * r) + ipo
+        bias_fused = _fma32(np.array([opo]), r, ipo)[0]
+        folded = o * r - bias
+        folded_fused = _fma32(o, r, -bias_fused)
+        divided_bias = o / s - (opo / s + ipo)
+    return np.stack([division, reciprocal, reciprocal_fused, folded, folded_fused, divided_bias]).astype(np.float32)
+
+
+def uncertainty(n_out: int, scale: float, input_offset: float, output_offset: float) -> np.ndarray:
+    """Δx per output coordinate (float64): 0 where every modelled order agrees, else γ_6(u32)·A."""
+    orders = evaluation_orders(n_out, scale, input_offset, output_offset)
+    agree = np.all(orders == orders[0], axis=0)
+    scale_a = (np.arange(n_out) + abs(output_offset)) / abs(scale) + abs(input_offset)
+    k = COORDINATE_ROUNDINGS * _U32
+    return np.where(agree, 0.0, k / (1 - k) * scale_a)
+
+
+def _pick(x: np.ndarray, rounding: str) -> np.ndarray:
+    return np.floor(x) if rounding == "DECREASING" else np.ceil(x)
+
+
+def ambiguous_picks(x: np.ndarray, delta: np.ndarray, rounding: str) -> np.ndarray:
+    """NEAREST_NEIGHBOR: coordinates whose pick depends on the order of evaluation."""
+    return (delta > 0) & (_pick(x - delta, rounding) != _pick(x + delta, rounding))
+
+
+def reach(x: np.ndarray, delta: np.ndarray, n_in: int) -> np.ndarray:
+    """R[o, i] = 1 where a LINEAR tap of non-zero weight may land on input i (clamped to the edge) for a
+    coordinate anywhere in x(o) ± Δx(o): inputs floor(x − Δx) to ceil(x + Δx)."""
+    low = np.floor(x - delta).astype(np.int64)
+    high = np.ceil(x + delta).astype(np.int64)
+    out = np.zeros((x.size, n_in))
+    for o in range(x.size):
+        out[o, np.clip(np.arange(low[o], high[o] + 1), 0, n_in - 1)] = 1.0
+    return out
+
+
+def pick_reach(x: np.ndarray, delta: np.ndarray, n_in: int, rounding: str) -> np.ndarray:
+    """R[o, i] = 1 where NEAREST_NEIGHBOR may pick input i (clamped) for a coordinate within x(o) ± Δx(o)."""
+    low = np.clip(_pick(x - delta, rounding), 0, n_in - 1).astype(np.int64)
+    high = np.clip(_pick(x + delta, rounding), 0, n_in - 1).astype(np.int64)
+    out = np.zeros((x.size, n_in))
+    for o in range(x.size):
+        out[o, low[o]:high[o] + 1] = 1.0
+    return out

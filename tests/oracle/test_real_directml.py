@@ -1,0 +1,64 @@
+"""Outputs of the real DirectML.dll (1.15.4, from onnxruntime-directml 1.24.4, under Wine 8.0 on Mesa 25's
+lavapipe: examples/dml_harness/), kept as evidence for the coordinate term of the `bound` rule.
+
+They were captured with `python -m`-free calls of the native backend on examples/dml_harness (see
+docs/tolerances.md §5b). DirectML evaluates ResampleGrad1's source coordinate in an order of its own, so
+its LINEAR results sit up to 81 ULP from goldens computed with the contract's division; the rule's
+coordinate slack must accept them, and the cases where the order cannot matter must stay exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from dmlconform.case import Case
+from dmlconform.compare.comparator import judge
+from dmlconform.suite.loader import load_paths
+from tests.oracle.conftest import REPO
+
+CAPTURED = REPO / "tests" / "oracle" / "data" / "directml-1.15.4-lavapipe-resample.npz"
+
+
+@pytest.fixture(scope="module")
+def captured() -> dict[str, np.ndarray]:
+    with np.load(CAPTURED) as archive:
+        return {key.replace("__", "/"): archive[key] for key in archive.files}
+
+
+@pytest.fixture(scope="module")
+def cases() -> dict[str, Case]:
+    return {c.full_id: c for c in load_paths([REPO / "test_vectors" / "resample_grad1"])}
+
+
+def _verdict(case: Case, actual: np.ndarray, without_slack: bool = False):  # type: ignore[no-untyped-def]
+    variant = "swapped"  # what DirectML follows (its behaviour fingerprint)
+    answers = case.answers()
+    answer = answers.get(variant, answers.get("expected"))["OutputGradientTensor"]  # type: ignore[index]
+    reference = case.op.reference(case.description, case.inputs, variant)
+    accumulation = reference.accumulation["OutputGradientTensor"]
+    if without_slack:
+        accumulation = replace(accumulation, coordinate_slack=0.0)
+    tolerance = case.tolerance or case.op.default_tolerance(case.description, reference)
+    return judge(answer, actual, case.dtype, tolerance, accumulation)
+
+
+def test_every_captured_directml_output_passes(captured, cases):
+    for case_id, actual in captured.items():
+        verdict = _verdict(cases[case_id], actual)
+        assert verdict.passed, (case_id, verdict.summary(), verdict.worst[:1])
+
+
+def test_without_the_coordinate_term_real_directml_fails_a_linear_case(captured, cases):
+    case_id = "resample_grad1.random/float32-linear-decreasing-rank2-17"
+    verdict = _verdict(cases[case_id], captured[case_id], without_slack=True)
+    assert not verdict.passed and verdict.max_ulp is not None and verdict.max_ulp >= 50
+
+
+def test_real_directml_computes_coordinates_in_float32(captured, cases):
+    # x = o / 0.1f: exact 29.99999955 floors to 29, every float32 order gives 30.0; DirectML routes to 30.
+    actual = captured["resample_grad1.edge/coordinates-rounded-in-float32"]
+    assert actual[30] == 4 and actual[29] == 0
+    assert _verdict(cases["resample_grad1.edge/coordinates-rounded-in-float32"], actual).passed
