@@ -1,4 +1,5 @@
-"""The `dmlconform` command line: one module per command (run, merge, list/ops/backends)."""
+"""The `dmlconform` command line: one module per command (run, merge, list/ops/backends, diff, show, repro,
+report)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,13 @@ import click
 
 from dmlconform import __version__
 from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, bundled_suites
+from dmlconform.cli.diff import diff
 from dmlconform.cli.listing import backends, list_cases, ops
 from dmlconform.cli.merge import merge
+from dmlconform.cli.report import report
+from dmlconform.cli.repro import repro
 from dmlconform.cli.run import run
+from dmlconform.cli.show import show
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "bundled_suites", "main"]
 
@@ -19,5 +24,5 @@ def main() -> None:
     """Conformance tests for DirectML gradient operators."""
 
 
-for _command in (run, merge, list_cases, ops, backends):
+for _command in (run, merge, list_cases, ops, backends, diff, show, repro, report):
     main.add_command(_command)
