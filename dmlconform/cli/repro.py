@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 _RUN_DEFAULTS = {"repeat": 1, "timeout_s": 60.0}
 
 
-def run_options(run: RunResult | None, target: FeatureLevel, replay_json: Path) -> list[str]:
+def run_options(run: RunResult | None, target: FeatureLevel) -> list[str]:
     """The options of `dmlconform run` that reproduce the recorded run's result for one case."""
     settings = run.settings if run is not None else {}
     backend = run.backend.name if run is not None else "numpy"
@@ -34,7 +34,7 @@ def run_options(run: RunResult | None, target: FeatureLevel, replay_json: Path) 
             options += ["--timeout", f"{float(settings['timeout_s']):g}"]
     if int(settings.get("repeat") or 1) != _RUN_DEFAULTS["repeat"]:
         options += ["--repeat", str(settings["repeat"])]
-    return [*options, "--feature-level", target.label, "--json", replay_json.as_posix()]
+    return [*options, "--feature-level", target.label]
 
 
 @click.command()
@@ -64,7 +64,7 @@ def repro(case_id: str, out_dir: Path, result_path: Path | None, suite_paths: tu
     try:
         session = open_case(case_id, result_path, list(suite_paths) or [bundled_suites()], not no_rerun)
         inspection = inspect_case(session.case, session.actual.outputs, session.target)
-        options = run_options(session.run, session.target, out_dir / "replay.json")
+        options = run_options(session.run, session.target)
         check = write_bundle(out_dir, session.case, session.actual.outputs, inspection, options, session.recorded,
                              session.run, session.actual.source, session.target)
     except (ResultsError, TriageError) as exc:

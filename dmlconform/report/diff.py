@@ -64,6 +64,9 @@ def render_diff(diff: RunDiff, console: Console, old_label: str, new_label: str,
         console.print(Text(f"conformant at {level.level}: {was} → {now} ({level.old_matched}/{level.old_required} "
                            f"→ {level.new_matched}/{level.new_required} required cases matched)", style=style))
     console.print(summary_line(diff), highlight=False)
+    if diff.drift:
+        console.print("[dim]closeness: the largest error/allowance ratio over a case's elements (0 bit-exact, 1 at the "
+                      "limit of its rule)[/]")
     shown = 0
     for group in diff.groups:
         if shown >= limit:
@@ -87,9 +90,10 @@ def render_diff(diff: RunDiff, console: Console, old_label: str, new_label: str,
 
 
 def _changes_table(changes: list[CaseDiff]) -> Table:
+    # The case id goes last, so that an id folded over two lines reads on when the lines are joined.
     table = Table("change", "status", "max ULP", "closeness", box=None, pad_edge=False)
+    table.add_column("detail", overflow="fold", max_width=60)
     table.add_column("case", overflow="fold")
-    table.add_column("detail", overflow="fold", ratio=1)
     for c in changes:
         status = f"{c.old_status or '—'} → {c.new_status or '—'}"
         if c.change is Change.BEHAVIOUR:
@@ -98,20 +102,20 @@ def _changes_table(changes: list[CaseDiff]) -> Table:
                            format_closeness(c.new.closeness if c.new else None))
         detail = c.message if c.required else f"(not required) {c.message}"
         table.add_row(Text(c.change.value, style=_STYLE[c.change]), status, _moved(_ulp(c.old), _ulp(c.new)),
-                      closeness, c.id, Text(detail[:160]))
+                      closeness, Text(detail[:160]), c.id)
     return table
 
 
 def _drift_table(drift: list[Drift]) -> Table:
     table = Table("", box=None, pad_edge=False)
-    table.add_column("case", overflow="fold")
-    for column in ("status", "rule", "max ULP", "max |error|", "closeness (1 = at the limit)"):
+    for column in ("status", "rule", "max ULP", "max |error|", "closeness"):
         table.add_column(column, no_wrap=True)
+    table.add_column("case", overflow="fold")
     for d in drift:
         arrow = Text("▲ closer", style="yellow") if d.closer else Text("▼", style="green")
-        table.add_row(arrow, d.id, d.status, d.new.rule or "-", _moved(_ulp(d.old), _ulp(d.new)),
+        table.add_row(arrow, d.status, d.new.rule or "-", _moved(_ulp(d.old), _ulp(d.new)),
                       _moved(_error(d.old), _error(d.new)),
-                      f"{format_closeness(d.old.closeness)} → {format_closeness(d.new.closeness)}")
+                      f"{format_closeness(d.old.closeness)} → {format_closeness(d.new.closeness)}", d.id)
     return table
 
 

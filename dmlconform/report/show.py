@@ -78,8 +78,11 @@ def render_inspection(inspection: Inspection, console: Console, recorded: CaseRe
 
 
 def _tensor_table(inspection: Inspection) -> Table:
-    table = Table("role", "tensor", "dtype", "shape", "min", "max", "mean", "zeros", "NaN", "±inf", "subnormal",
-                  title="tensors (min, max and mean over finite elements)", title_justify="left")
+    table = Table(title="tensors (min, max and mean over finite elements)", title_justify="left")
+    for column in ("role", "tensor", "dtype", "shape"):
+        table.add_column(column, no_wrap=True)
+    for column in ("min", "max", "mean", "zeros", "NaN", "±inf", "subnormal"):
+        table.add_column(column, justify="right")
     for t in inspection.tensors:
         role = t.role if t.role in ("input", "actual", "expected") else f"candidate {t.role}"
         table.add_row(role, t.name, t.dtype, str(list(t.shape)), t.minimum, t.maximum, t.mean, str(t.zeros),
@@ -93,9 +96,12 @@ def _ratio(value: float) -> Text:
 
 
 def _elements_table(inspection: Inspection) -> Table:
-    table = Table("output[index]", "expected", "actual", "ULP", "|error|", "allowed", "error/allowed",
-                  title=f"worst elements: {len(inspection.elements)} of the {inspection.differing} whose bits differ, "
+    table = Table(title=f"worst elements: {len(inspection.elements)} of the {inspection.differing} whose bits differ, "
                   "by error over allowance", title_justify="left")
+    for column in ("output[index]", "expected", "actual", "ULP", "|error|"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("allowed")
+    table.add_column("error/allowed", no_wrap=True)
     for e in inspection.elements:
         table.add_row(f"{e.output}{list(e.index)}", e.expected, e.actual, "-" if e.ulp is None else str(e.ulp),
                       "-" if e.abs_error is None else f"{e.abs_error:.6g}", e.allowed_text, _ratio(e.ratio))

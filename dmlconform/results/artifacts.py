@@ -46,7 +46,7 @@ def load_artifacts(result: CaseResult, result_file: Path) -> dict[str, np.ndarra
     for name, recorded in result.artifacts.items():
         path = Path(recorded)
         if not path.is_absolute():
-            path = result_file.parent / path
+            path = Path(os.path.normpath(result_file.parent / path))
         try:
             outputs[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:

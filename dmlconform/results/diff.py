@@ -141,10 +141,13 @@ class Group:
 
     @property
     def sort_key(self) -> tuple[object, ...]:
-        by_severity = tuple(-self.count(change) for change in SEVERITY)
+        # What needs a look first: status changes for the worse, then the case nearest its threshold (one case at
+        # 0.9 of its allowance says more than ten at 0.01), then the rest.
+        worse = tuple(-self.count(change) for change in SEVERITY[:SEVERITY.index(Change.NEW)])
         closer = -sum(1 for d in self.drift if d.closer)
         nearest = -max((d.new.closeness or 0.0 for d in self.drift), default=0.0)
-        return (*by_severity, closer, nearest, self.op, self.dtype, self.level)
+        rest = tuple(-self.count(change) for change in SEVERITY[SEVERITY.index(Change.NEW):])
+        return (*worse, nearest, closer, *rest, self.op, self.dtype, self.level)
 
 
 @dataclass

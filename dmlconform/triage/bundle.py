@@ -118,9 +118,12 @@ def suite_document(case: Case, files: dict[str, str], answer_files: dict[str, di
     return {"format": "dmlconform/v1", "suite": case.suite, "description": description, "cases": [entry]}
 
 
+REPLAY_JSON = "replay.json"
+
+
 def replay_command(folder: Path, run_options: list[str]) -> list[str]:
-    """`dmlconform run <bundle>/suite.yaml` with the options of the recorded run."""
-    return ["dmlconform", "run", (folder / SUITE).as_posix(), *run_options]
+    """`dmlconform run <bundle>/suite.yaml` with the options of the recorded run, writing <bundle>/replay.json."""
+    return ["dmlconform", "run", (folder / SUITE).as_posix(), *run_options, "--json", (folder / REPLAY_JSON).as_posix()]
 
 
 def write_bundle(folder: Path, case: Case, actual: dict[str, np.ndarray] | None, inspection: Inspection,
@@ -153,9 +156,9 @@ def _write(folder: Path, case: Case, actual: dict[str, np.ndarray] | None, inspe
         _save(folder / f"actual/{name}.npy", array)
     origin = f"repro bundle of {case.full_id}" + (f" from {case.file}" if case.file else "")
     write_atomically(folder / SUITE, yaml.safe_dump(suite_document(case, files, answer_files, origin),
-                                                    sort_keys=False, width=120))
+                                                    sort_keys=False, width=120, default_flow_style=None))
     model = dxdispatch_model(case, files, DXDISPATCH_OUTPUT)
-    write_atomically(folder / MODEL, json.dumps(model, indent=2) + "\n")
+    write_atomically(folder / MODEL, json.dumps(model, indent=2, allow_nan=False) + "\n")
     record = {"case": case_json(recorded) if recorded is not None else None,
               "backend": backend_json(run.backend) if run is not None else None,
               "target_feature_level": target.label, "settings": run.settings if run is not None else {},
@@ -165,7 +168,8 @@ def _write(folder: Path, case: Case, actual: dict[str, np.ndarray] | None, inspe
     options = " ".join(shlex.quote(part) for part in run_options)
     write_atomically(script, "#!/bin/sh\n# Reproduces the recorded result of this case (run it where the original run "
                      "ran, so that a harness command with relative paths still works).\n"
-                     f'exec dmlconform run "$(dirname "$0")/{SUITE}" {options} "$@"\n')
+                     f'here="$(dirname "$0")"\n'
+                     f'exec dmlconform run "$here/{SUITE}" {options} --json "$here/{REPLAY_JSON}" "$@"\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     write_atomically(folder / README, readme(case, inspection, command, recorded, run, source, actual is not None))
     return check_bundle(folder, case, actual, target)
@@ -197,7 +201,12 @@ def check_bundle(folder: Path, case: Case, actual: dict[str, np.ndarray] | None,
 
 def _param_bits(case: Case) -> dict[str, object]:
     """Parameters compared by value, scalars by their bits in the data type (a NaN bound equals itself)."""
-    return {name: _param_value(case, name, value) for name, value in case.description.params.items()}
+    def exact(value: object) -> object:
+        if isinstance(value, float):
+            return value.hex()  # NaN equals NaN, and -0.0 differs from 0.0
+        return [exact(v) for v in value] if isinstance(value, list) else value
+
+    return {name: exact(_param_value(case, name, value)) for name, value in case.description.params.items()}
 
 
 def _same_tensors(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
@@ -213,7 +222,7 @@ def readme(case: Case, inspection: Inspection, command: list[str], recorded: Cas
                                              if case.expect_invalid else "") + ".")
     if recorded is not None and run is not None:
         info = run.backend
-        extra = "".join(f", {k} {v}" for k, v in sorted(info.extra.items()))
+        extra = "".join(f", {k} {v}" for k, v in sorted(info.extra.items()) if k.startswith("driver"))
         lines += ["", f"Recorded: **{recorded.status.value}**" + (
             f" (outcome {recorded.outcome.value})" if recorded.outcome else "") +
             f" on backend `{info.name}` {info.version}, device {info.device}{extra}, judged at {run.target_level}, "

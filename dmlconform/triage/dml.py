@@ -118,6 +118,14 @@ def scalar_union_json(value: np.generic) -> Any:
     return int(value)
 
 
+def _json_array(value: Any) -> Any:
+    """Arrays of FLOAT fields: DxDispatch reads non-finite elements as the strings nan, inf and -inf."""
+    if not isinstance(value, list):
+        return value
+    return [("nan" if math.isnan(v) else "inf" if v > 0 else "-inf") if isinstance(v, float) and not math.isfinite(v)
+            else v for v in value]
+
+
 def dxdispatch_model(case: Case, input_files: dict[str, str], output_file: str) -> dict[str, Any]:
     """A DxDispatch model that dispatches the case's operator once on the bundle's inputs, prints the output
     and writes it to `output_file` (.npy, with the output's Sizes). The output buffer starts as NaN (0 for
@@ -131,7 +139,7 @@ def dxdispatch_model(case: Case, input_files: dict[str, str], output_file: str) 
         fill: Any = "nan" if tensor.dtype.is_float else 0
         resources[name] = {"initialValuesDataType": tensor.dtype.name,
                            "initialValues": {"valueCount": math.prod(tensor.shape), "value": fill}}
-    desc = {name: scalar_union_json(value) if isinstance(value, np.generic) else value
+    desc = {name: scalar_union_json(value) if isinstance(value, np.generic) else _json_array(value)
             for name, value in desc_fields(case)}
     output = case.op.outputs[0]
     return {

@@ -213,8 +213,8 @@ def element_ratios(expected: np.ndarray, actual: np.ndarray, dtype: DataType, to
             ratio = np.where(error == 0, 0.0, np.where(allowed > 0, error / np.where(allowed > 0, allowed, 1), np.inf))
     else:
         limit = tolerance.ulps if tolerance.kind is RuleKind.ULP else 0
-        allowed = np.where(finite, limit * np.abs(np.spacing(e.astype(dtype.numpy)).astype(np.float64)), 0.0)
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            allowed = np.where(finite, limit * np.abs(np.spacing(e).astype(np.float64)), 0.0)
             ratio = np.where(ulps == 0, 0.0, ulps.astype(np.float64) / limit if limit else np.inf)
     ratio = np.where(same, 0.0, np.where(finite, ratio, np.inf))
     return ratio, ulps, error, allowed
@@ -232,8 +232,9 @@ def worst_elements(expected: np.ndarray, actual: np.ndarray, dtype: DataType, to
     for flat in order.tolist():
         index = tuple(int(i) for i in np.unravel_index(flat, expected.shape)) if expected.shape else ()
         accumulated, text = None, _allowed_text(tolerance, dtype, float(allowed[flat]))
-        if accumulation is not None and tolerance.kind is RuleKind.BOUND:
+        if accumulation is not None:
             accumulated = _accumulated(accumulation, expected.shape, flat)
+        if accumulated is not None and tolerance.kind is RuleKind.BOUND:
             text = bound.explain(e[flat], accumulated.count, accumulated.abs_sum, accumulated.weight_factors,
                                  accumulated.abs_gradient_sum, dtype, tolerance.k)
         details.append(ElementDetail(output, index, format_value(e[flat]), format_value(a[flat]),
