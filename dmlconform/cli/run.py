@@ -16,16 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dmlconform import __version__
-from dmlconform.cli.common import (
-    EXIT_FAILED,
-    EXIT_OK,
-    fail,
-    load_cases,
-    make_console,
-    parse_level,
-    write_html_report,
-    write_reports,
-)
+from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, load_cases, make_console, parse_level, write_reports
 
 if TYPE_CHECKING:
     from dmlconform.case import Case
@@ -150,6 +141,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
          artifacts_dir: Path | None, artifacts_all: bool) -> int:
     from dmlconform.backends.base import BackendOptions
     from dmlconform.case_result import Status
+    from dmlconform.cli.common import write_html_report
     from dmlconform.report.console import render
     from dmlconform.report.progress import progress_for
     from dmlconform.results import ResultsError

@@ -32,6 +32,7 @@ h1 { font-size: 1.5rem; margin: 0 0 0.4rem; display: flex; gap: 0.8rem; align-it
 h2 { font-size: 1.15rem; margin: 1.8rem 0 0.6rem; padding-bottom: 0.25rem; border-bottom: 1px solid var(--line); }
 h3 { font-size: 1rem; margin: 1rem 0 0.4rem; }
 code, .mono, td.mono { font-family: "DejaVu Sans Mono", Consolas, Menlo, monospace; font-size: 12.5px; }
+td.mono { white-space: nowrap; }
 .badge { display: inline-block; padding: 0.1rem 0.55rem; border-radius: 1rem; font-size: 0.8rem; font-weight: 600;
          color: #fff; background: var(--dim); white-space: nowrap; }
 .badge.ok { background: var(--ok); } .badge.bad { background: var(--bad); } .badge.warn { background: var(--warn); }

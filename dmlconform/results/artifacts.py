@@ -26,14 +26,19 @@ def artifact_folder(directory: Path, case_id: str) -> Path:
     return directory.joinpath(*parts)
 
 
+def save_npy(path: Path, array: np.ndarray) -> None:
+    """An array as a .npy file (C order, no pickle: what NumPy, DxDispatch and the suite loader all read)."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    write_atomically(path, buffer.getvalue())
+
+
 def save_artifacts(result: CaseResult, directory: Path, result_file: Path | None) -> None:
     """Write the outputs the result carries, record where, and drop the arrays from the result."""
     folder = artifact_folder(directory, result.id)
     for name, array in result.actual_outputs.items():
         path = folder / f"{name}.npy"
-        buffer = io.BytesIO()
-        np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
-        write_atomically(path, buffer.getvalue())
+        save_npy(path, array)
         recorded = os.path.relpath(path.resolve(), result_file.resolve().parent) if result_file else str(path.resolve())
         result.artifacts[name] = Path(recorded).as_posix()
     result.actual_outputs = {}

@@ -16,7 +16,6 @@ status as against the original case.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import shlex
@@ -34,12 +33,13 @@ from dmlconform.case import Case
 from dmlconform.case_result import CaseResult, Status
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.ops.base import ParamKind
+from dmlconform.results.artifacts import save_npy
 from dmlconform.results.document import backend_json, case_json
 from dmlconform.run_result import RunResult
 from dmlconform.runner.judge import judge_outcome
 from dmlconform.suite.loader import load_paths
 from dmlconform.triage import TriageError
-from dmlconform.triage.dml import desc_struct, describe, dxdispatch_model
+from dmlconform.triage.dml import desc_struct, describe, dxdispatch_model, scalar_value
 from dmlconform.triage.inspection import Inspection
 
 SUITE, MODEL, README, SCRIPT, RESULT = "suite.yaml", "dxdispatch.json", "README.md", "reproduce.sh", "result.json"
@@ -61,12 +61,6 @@ class BundleCheck:
         return self.tensors_identical and self.bundle_status == self.case_status and not self.problems
 
 
-def _save(path: Path, array: np.ndarray) -> None:
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
-    write_atomically(path, buffer.getvalue())
-
-
 def _tensor_entry(dtype: str, shape: tuple[int, ...], file: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"dtype": dtype, "shape": list(shape)}
     if file is not None:
@@ -78,8 +72,7 @@ def _param_value(case: Case, name: str, value: Any) -> Any:
     """A parameter as the suite format reads it back exactly: floats in scalars by their bit pattern."""
     kind = next((p.kind for p in case.op.params if p.name == name), None)
     if kind is ParamKind.SCALAR:
-        scalar = np.asarray(value).astype(case.dtype.numpy) if not isinstance(value, np.generic) else \
-            value.astype(case.dtype.numpy)
+        scalar = scalar_value(value, case.dtype)
         if case.dtype.is_float:
             bits = int(scalar.view(case.dtype.bits_dtype))
             return f"0x{bits:0{case.dtype.numpy.itemsize * 2}x}"
@@ -144,16 +137,16 @@ def _write(folder: Path, case: Case, actual: dict[str, np.ndarray] | None, inspe
     files = {}
     for name, array in case.inputs.items():
         files[name] = f"inputs/{name}.npy"
-        _save(folder / files[name], array)
+        save_npy(folder / files[name], array)
     answer_files: dict[str, dict[str, str]] = {}
     for answer, arrays in ({"": case.expected} if case.expected is not None else case.candidates).items():
         prefix = "expected" if not answer else f"candidates/{answer}"
         answer_files[answer] = {}
         for name, array in arrays.items():
             answer_files[answer][name] = f"{prefix}/{name}.npy"
-            _save(folder / answer_files[answer][name], array)
+            save_npy(folder / answer_files[answer][name], array)
     for name, array in (actual or {}).items():
-        _save(folder / f"actual/{name}.npy", array)
+        save_npy(folder / f"actual/{name}.npy", array)
     origin = f"repro bundle of {case.full_id}" + (f" from {case.file}" if case.file else "")
     write_atomically(folder / SUITE, yaml.safe_dump(suite_document(case, files, answer_files, origin),
                                                     sort_keys=False, width=120, default_flow_style=None))

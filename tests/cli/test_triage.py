@@ -117,3 +117,12 @@ def test_report_writes_html_and_prints_the_console_report_with_the_diff(update: 
     written = invoke("report", str(update.new), str(update.old), "--html", str(tmp_path / "r.html"))
     assert written.exit_code == 0 and REGRESSED in (tmp_path / "r.html").read_text()
     assert (update.new.parent / "run.html").exists()  # run --html
+
+
+def test_report_and_run_refuse_unusable_input_in_one_line(update: DriverUpdate, tmp_path: Path) -> None:
+    (tmp_path / "torn.json").write_text('{"format": "dmlconform-result/v1", "cases": [')
+    for args in (["report", str(tmp_path / "torn.json")], ["report", str(update.new), str(tmp_path / "none.json")],
+                 ["run", "-k", "seed", "--artifacts-all"]):
+        outcome = CliRunner().invoke(main, args)
+        assert outcome.exit_code == 2, (args, outcome.output)
+        assert "Traceback" not in outcome.output and len(outcome.output.strip().splitlines()) == 1, outcome.output
