@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from dmlconform.compare.comparator import Element
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.feature_levels import FeatureLevel
+from dmlconform.ulp_histogram import UlpBucket
 
 
 class Status(Enum):
@@ -93,3 +95,15 @@ class CaseResult:
     #: Elements that were not bit-identical across repeats: the first few, and how many in all.
     moved: list[MovedElement] = field(default_factory=list)
     moved_count: int = 0
+    #: The largest error/allowance ratio over the judged elements (0 bit-exact, 1 at the limit, inf where an
+    #: element that must be exact is off); None where nothing was compared (or in results written before it).
+    closeness: float | None = None
+    #: ULP distances of every output element from the answer it was judged against; kept for cases that did
+    #: not match, so that reports can draw them without the tensors.
+    ulp_histogram: list[UlpBucket] = field(default_factory=list)
+    #: Output name -> .npy file of what the backend returned (`run --artifacts`), as written in the result:
+    #: relative to the folder of the JSON result, or absolute.
+    artifacts: dict[str, str] = field(default_factory=dict)
+    #: What the backend returned, carried from the worker to the parent only while artifacts are being kept;
+    #: never written to a result.
+    actual_outputs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -1,4 +1,5 @@
-"""The `dmlconform` command line: one module per command (run, merge, crosscheck, list/ops/backends)."""
+"""The `dmlconform` command line: one module per command (run, merge, crosscheck, list/ops/backends, diff,
+show, repro, report)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import click
 from dmlconform import __version__
 from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, bundled_suites
 from dmlconform.cli.crosscheck import crosscheck
+from dmlconform.cli.diff import diff
 from dmlconform.cli.listing import backends, list_cases, ops
 from dmlconform.cli.merge import merge
+from dmlconform.cli.report import report
+from dmlconform.cli.repro import repro
 from dmlconform.cli.run import run
+from dmlconform.cli.show import show
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "bundled_suites", "main"]
 
@@ -20,5 +25,5 @@ def main() -> None:
     """Conformance tests for DirectML gradient operators."""
 
 
-for _command in (run, merge, crosscheck, list_cases, ops, backends):
+for _command in (run, merge, crosscheck, list_cases, ops, backends, diff, show, repro, report):
     main.add_command(_command)

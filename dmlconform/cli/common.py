@@ -76,3 +76,15 @@ def write_reports(run: RunResult, json_path: Path | None, junit_path: Path | Non
                 writer(run, path)
             except OSError as exc:
                 fail(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def write_html_report(run: RunResult, path: Path, old: RunResult | None = None) -> None:
+    """The self-contained HTML report (with a diff section against `old`), written atomically."""
+    from dmlconform.atomic_file import write_atomically
+    from dmlconform.report.html import render_html
+    from dmlconform.results.diff import diff_runs
+
+    try:
+        write_atomically(path, render_html(run, diff_runs(old, run) if old is not None else None))
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}")

@@ -113,11 +113,18 @@ def backend_settings(backend_name: str, ep: str, harness: str | None, timeout_s:
               "or nan-passes (numpy backend; torch: literal or swapped).")
 @click.option("--show", "failures_shown", default=25, show_default=True, type=click.IntRange(0),
               help="Failing cases printed in full.")
+@click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write a self-contained HTML report here (works offline).")
+@click.option("--artifacts", "artifacts_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Keep what the backend returned for each case that did not match, as DIR/<suite>/<id>/"
+              "<output>.npy, recorded in the JSON result (for `dmlconform show` and `repro`).")
+@click.option("--artifacts-all", is_flag=True, help="With --artifacts: keep the outputs of every case.")
 def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expression: str | None,
         json_path: Path | None, junit_path: Path | None, jobs: int, shard_text: str | None,
         journal_path: Path | None, resume: bool, baseline: Path | None, failures_path: Path | None,
         skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
-        device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int) -> None:
+        device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
+        html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool) -> None:
     """Run suite files or folders (default: the bundled test_vectors/) through a backend.
 
     Exit status: 0 every case came out as expected, 1 one did not, 2 unusable input or usage,
@@ -134,16 +141,20 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
          expression: str | None, json_path: Path | None, junit_path: Path | None, jobs: int, shard_text: str | None,
          journal_path: Path | None, resume: bool, baseline: Path | None, failures_path: Path | None,
          skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
-         device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int) -> int:
+         device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
+         html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool) -> int:
     from dmlconform.backends.base import BackendOptions
     from dmlconform.case_result import Status
+    from dmlconform.cli.common import write_html_report
     from dmlconform.report.console import render
     from dmlconform.report.progress import progress_for
     from dmlconform.results import ResultsError
+    from dmlconform.results.artifacts import save_artifacts
     from dmlconform.results.document import backend_json, configuration
     from dmlconform.results.expectations import load_expectations
     from dmlconform.results.journal import read_journal
     from dmlconform.run_result import RunResult, Shard, SuiteInfo
+    from dmlconform.runner import KeepOutputs
     from dmlconform.runner.pool import BackendStartError, WorkerPool, WorkerSetup
     from dmlconform.suite.fingerprint import selection_fingerprint, suite_file_hashes
     from dmlconform.suite.shard import parse_shard, shard_positions
@@ -163,9 +174,12 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
         expectations = load_expectations(baseline, list(skip_paths), list(flake_paths))
     except ResultsError as exc:
         fail(str(exc))
+    if artifacts_all and artifacts_dir is None:
+        fail("--artifacts-all needs --artifacts DIR")
+    keep = KeepOutputs.NONE if artifacts_dir is None else KeepOutputs.ALL if artifacts_all else KeepOutputs.FAILING
     options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device)
-    pool = WorkerPool(WorkerSetup(backend_name, options, level, repeat), (os.cpu_count() or 1) if jobs == 0 else jobs,
-                      stop.event, timeout_s)
+    pool = WorkerPool(WorkerSetup(backend_name, options, level, repeat, keep),
+                      (os.cpu_count() or 1) if jobs == 0 else jobs, stop.event, timeout_s)
     pool.launch()  # backends (harnesses) start while the suites load
     try:
         cases = load_cases(paths, expression)
@@ -214,6 +228,11 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
             def finished(position: int, attempts: list[Any]) -> None:
                 result = expectations.settle(attempts)
                 result.index = position
+                if artifacts_dir is not None and result.actual_outputs:
+                    try:
+                        save_artifacts(result, artifacts_dir, json_path)
+                    except OSError as exc:
+                        fail(f"--artifacts {artifacts_dir}: cannot write: {exc.strerror or exc}")
                 done[position] = result
                 if writer is not None:
                     writer.append(result)
@@ -240,6 +259,8 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
             writer.close()
         render(run, console, failures_shown)
         write_reports(run, json_path, junit_path, failures_path, expectations)
+        if html_path is not None:
+            write_html_report(run, html_path)
         if stop.signal is not None:
             return stop.exit_status
         return EXIT_OK if run.passed else EXIT_FAILED

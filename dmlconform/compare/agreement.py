@@ -58,11 +58,8 @@ def agreement(a: np.ndarray, b: np.ndarray, dtype: DataType, tolerance: Toleranc
         if accumulation is None:
             raise ValueError("the bound rule needs the case's accumulation data")
         allowed = np.zeros(x.shape, dtype=np.float64)
-        parts = [np.broadcast_to(np.asarray(getattr(accumulation, name)), a.shape).ravel()[differs]
-                 for name in ("count", "abs_sum", "weight_factors", "abs_gradient_sum")]
-        slack = np.broadcast_to(np.asarray(accumulation.coordinate_slack), a.shape).ravel()[differs]
         for centre in (x, y):
-            allowed = allowed + bound.allowance(centre, *parts, dtype, tolerance.k, slack)
+            allowed = allowed + bound.allowance_at(centre, accumulation, a.shape, differs, dtype, tolerance.k)
         with np.errstate(invalid="ignore", over="ignore"):
             gap = np.abs(x.astype(np.float64) - y.astype(np.float64))
         close = finite & ((ulps == 0) | (gap <= allowed))

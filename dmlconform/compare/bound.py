@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dmlconform.compare.accumulation import Accumulation
 from dmlconform.compare.ulp import ulp_of
 from dmlconform.dtypes import DataType
 
@@ -64,6 +65,19 @@ def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight
         underflow = (1 + gamma(kk + 1, dtype)) * 0.5 * smallest * (count + weight_roundings * abs_gradient_sum)
         allowed = rounding + np.where(weight_factors > 0, underflow, 0.0)
     return np.where(must_be_exact(count, weight_factors), 0.0, allowed) + coordinate_slack
+
+
+def allowance_at(golden: np.ndarray, accumulation: Accumulation, shape: tuple[int, ...], where: np.ndarray | None,
+                 dtype: DataType, k: float | None = None) -> np.ndarray:
+    """`allowance` for the flat elements `where` (all of them when None) of an output of `shape`, reading
+    each field of the reference's accumulation data there; `golden` holds those elements' goldens."""
+    def pick(values: object) -> np.ndarray:
+        spread = np.broadcast_to(np.asarray(values), shape).ravel()
+        return spread if where is None else spread[where]
+
+    a = accumulation
+    return allowance(golden, pick(a.count), pick(a.abs_sum), pick(a.weight_factors), pick(a.abs_gradient_sum), dtype,
+                     k, pick(a.coordinate_slack))
 
 
 def explain(golden: np.floating, count: int, abs_sum: float, weight_factors: int, abs_gradient_sum: float,

@@ -1,11 +1,14 @@
 """Judge one output tensor against its expected value under a tolerance rule.
 
 Every judgement names its rule and reports the maximum ULP distance, the maximum absolute
-error and the worst element, so a report can point at the element that decided it.
+error and the worst element, so a report can point at the element that decided it, and its closeness:
+the largest error/allowance ratio over the elements (0 bit-exact, 1 at the limit, above 1 outside it),
+so that runs can be compared by how near a passing case came to failing.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +43,9 @@ class Judgement:
     worst_index: tuple[int, ...] | None = None
     worst: list[Element] = field(default_factory=list)
     note: str = ""
+    #: The largest |error| / allowance over the elements: 0 when every element is exact, 1 at the limit;
+    #: `ulp:N` gives max_ulp / N, and inf wherever an element allowed nothing (exact, NaN, ±inf) is off.
+    closeness: float = 0.0
 
     def summary(self) -> str:
         if self.passed:
@@ -80,7 +86,7 @@ def _judge_integers(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tupl
     order = np.argsort(errors, kind="stable")[::-1]
     worst = [_element(e, a, where, shape, int(i), errors[i], "0") for i in order[:WORST_SHOWN]]
     return Judgement(False, tolerance, len(errors), max(errors), float(max(errors)),
-                     _unravel(int(where[order[0]]), shape), worst)
+                     _unravel(int(where[order[0]]), shape), worst, closeness=math.inf)
 
 
 def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[int, ...], dtype: DataType,
@@ -102,7 +108,7 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
         factors = np.broadcast_to(accumulation.weight_factors, shape).ravel()[where]
         gradients = np.broadcast_to(accumulation.abs_gradient_sum, shape).ravel()[where]
         slack = np.broadcast_to(accumulation.coordinate_slack, shape).ravel()[where]
-        allowed = bound.allowance(e, count, abs_sum, factors, gradients, dtype, tolerance.k, slack)
+        allowed = bound.allowance_at(e, accumulation, shape, where, dtype, tolerance.k)
         ok_finite = finite & (abs_error <= allowed)
         with np.errstate(invalid="ignore", divide="ignore"):
             # An element allowed nothing that is off at all ranks above every element allowed something.
@@ -113,12 +119,14 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
         ok_finite = finite & (ulps <= np.uint64(limit))
         score = np.where(finite, ulps.astype(np.float64), np.inf)
     bad = ~(special_ok | ok_finite)
+    closeness = _closeness(tolerance, score, special_ok)
     mismatches = int(bad.sum())
     max_ulp: int | None = int(ulps.max())
     finite_errors = abs_error[finite]
     max_abs = float(finite_errors.max()) if finite_errors.size else 0.0
     if mismatches == 0:
-        return Judgement(True, tolerance, 0, max_ulp, max_abs, _unravel(int(where[np.argmax(score)]), shape))
+        return Judgement(True, tolerance, 0, max_ulp, max_abs, _unravel(int(where[np.argmax(score)]), shape),
+                         closeness=closeness)
     if (bad & ~finite).any():
         max_ulp = None  # a NaN or infinity mismatch has no ULP distance
     score = np.where(bad, score, -1.0)
@@ -132,7 +140,18 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
             limit_text = bound.explain(e[i], int(count[i]), float(abs_sum[i]), int(factors[i]), float(gradients[i]),
                                        dtype, tolerance.k, float(slack[i]))
         worst.append(_element(e, a, where, shape, i, int(ulps[i]) if finite[i] else None, limit_text))
-    return Judgement(False, tolerance, mismatches, max_ulp, max_abs, _unravel(int(where[order[0]]), shape), worst)
+    return Judgement(False, tolerance, mismatches, max_ulp, max_abs, _unravel(int(where[order[0]]), shape), worst,
+                     closeness=closeness)
+
+
+def _closeness(tolerance: Tolerance, score: np.ndarray, special_ok: np.ndarray) -> float:
+    """The largest error/allowance ratio: the bound's score is that ratio already; a ULP score is in ULPs."""
+    ratios = np.where(special_ok, 0.0, score)
+    if tolerance.kind is RuleKind.ULP and tolerance.ulps:
+        ratios = ratios / tolerance.ulps
+    elif tolerance.kind is not RuleKind.BOUND:
+        ratios = np.where(ratios > 0, np.inf, 0.0)  # exact, or ulp:0: any distance is infinitely far
+    return float(ratios.max())
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:

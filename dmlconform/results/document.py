@@ -1,8 +1,9 @@
 """The JSON result document, format dmlconform-result/v1 (contract §7), both ways.
 
 Fields beyond the contract's are additions (v1 readers ignore them): per case `index`, `attempts`,
-`baseline`, `expectation`, `moved`; at the top level `suite`, `shard`, `settings`, `expectations`,
-`interrupted`, `resumed`, `shards`, `missing_shards`, `determinism`.
+`baseline`, `expectation`, `moved`, `closeness`, `ulp_histogram`, `artifacts`; at the top level `suite`,
+`shard`, `settings`, `expectations`, `interrupted`, `resumed`, `shards`, `missing_shards`, `determinism`.
+Files written before an addition read back with its default (`closeness` None, no histogram, no artifacts).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dmlconform.compare.tolerance import Tolerance
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.results import ResultsError
 from dmlconform.run_result import ExpectationFile, RunResult, Shard, SuiteInfo, summary
+from dmlconform.ulp_histogram import UlpBucket
 from dmlconform.verdicts import fingerprint, level_verdicts
 
 FORMAT = "dmlconform-result/v1"
@@ -61,6 +63,11 @@ def case_json(result: CaseResult) -> dict[str, Any]:
         "expectation": result.expectation,
         "moved_count": result.moved_count,
         "moved": [{"output": m.output, "index": list(m.index), "values": list(m.values)} for m in result.moved],
+        # JSON has no infinity: "inf" where an element allowed nothing is off; null where nothing was compared.
+        "closeness": "inf" if result.closeness == math.inf else _number(result.closeness),
+        "ulp_histogram": [{"ulps": b.label, "low": b.low, "high": b.high, "count": b.count}
+                          for b in result.ulp_histogram],
+        "artifacts": result.artifacts,
     }
 
 
@@ -242,6 +249,14 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
         item = _Reader(path, element, where, f"moved[{number}].")
         moved.append(MovedElement(item.get("output", str), tuple(item.get("index", list)),
                                   tuple(item.get("values", list))))
+    histogram = []
+    for number, bucket in enumerate(case.get("ulp_histogram", list, True, [])):
+        item = _Reader(path, bucket, where, f"ulp_histogram[{number}].")
+        histogram.append(UlpBucket(item.get("low", int, True), item.get("high", int, True), item.get("count", int)))
+    artifacts = case.get("artifacts", dict, True, {})
+    for name, file in artifacts.items():
+        if not isinstance(file, str):
+            raise case.fail(f"artifacts.{name}", f"is {type(file).__name__}, expected a path")
     attempts = []
     for value in case.get("attempts", list, True, []):
         try:
@@ -261,7 +276,17 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
         outcome=case.status("outcome", optional=True), file=case.get("file", str, True, ""),
         index=case.get("index", int, True, position), attempts=tuple(attempts),
         baseline=case.status("baseline", optional=True), expectation=case.get("expectation", str, True),
-        moved=moved, moved_count=case.get("moved_count", int, True, 0))
+        moved=moved, moved_count=case.get("moved_count", int, True, 0),
+        closeness=_closeness(case), ulp_histogram=histogram, artifacts=dict(artifacts))
+
+
+def _closeness(case: _Reader) -> float | None:
+    value = case.get("closeness", (int, float, str), True)
+    if value == "inf":
+        return math.inf
+    if isinstance(value, str):
+        raise case.fail("closeness", f"is {value!r}, expected a number or \"inf\"")
+    return None if value is None else float(value)
 
 
 def value_at(data: object, dotted: str) -> object:

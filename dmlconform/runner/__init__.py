@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from enum import Enum
 
 import numpy as np
 
@@ -20,20 +21,30 @@ from dmlconform.feature_levels import FeatureLevel
 from dmlconform.run_result import RunResult, summary
 from dmlconform.runner.judge import evaluate, judge_outcome
 
-__all__ = ["RunResult", "evaluate", "raw_status", "run_case", "run_cases", "summary"]
+__all__ = ["KeepOutputs", "RunResult", "evaluate", "raw_status", "run_case", "run_cases", "summary"]
 
 #: Moved elements kept per case; the count says how many there were in all.
 MOVED_SHOWN = 10
 
 
+class KeepOutputs(Enum):
+    """Which cases carry what the backend returned back to the caller (`run --artifacts`)."""
+
+    NONE = "none"
+    #: Cases whose outputs did not match (FAIL), or could not be compared (ERROR: wrong shape or type).
+    FAILING = "failing"
+    ALL = "all"
+
+
 def run_cases(cases: list[Case], backend: Backend, target_level: FeatureLevel | None = None,
-              progress: Callable[[CaseResult], None] | None = None, repeat: int = 1) -> RunResult:
+              progress: Callable[[CaseResult], None] | None = None, repeat: int = 1,
+              keep_outputs: KeepOutputs = KeepOutputs.NONE) -> RunResult:
     info = backend.info()
     target = target_level or info.feature_level
     started, clock = datetime.now(UTC), time.perf_counter()
     results = []
     for index, case in enumerate(cases):
-        result = run_case(case, backend, target, repeat)
+        result = run_case(case, backend, target, repeat, keep_outputs)
         result.index = index
         if progress is not None:
             progress(result)
@@ -41,14 +52,20 @@ def run_cases(cases: list[Case], backend: Backend, target_level: FeatureLevel | 
     return RunResult(info, target, started, time.perf_counter() - clock, results)
 
 
-def run_case(case: Case, backend: Backend, target: FeatureLevel, repeat: int = 1) -> CaseResult:
+def run_case(case: Case, backend: Backend, target: FeatureLevel, repeat: int = 1,
+             keep_outputs: KeepOutputs = KeepOutputs.NONE) -> CaseResult:
     """Run a case `repeat` times: the first result that did not match (else the first), with every repeat's
     status in `attempts` and the output elements that were not bit-identical across repeats in `moved`."""
     clock = time.perf_counter()
     outcomes = [_outcome(case, backend) for _ in range(repeat)]
     judged = [judge_outcome(case, outcome, target) for outcome in outcomes]
-    result = next((r for r in judged if not raw_status(r).matched), judged[0])
+    chosen = next((i for i, r in enumerate(judged) if not raw_status(r).matched), 0)
+    result = judged[chosen]
     result.attempts = tuple(raw_status(r) for r in judged)
+    outcome = outcomes[chosen]
+    if outcome.kind is OutcomeKind.OUTPUTS and (keep_outputs is KeepOutputs.ALL or (
+            keep_outputs is KeepOutputs.FAILING and raw_status(result) in (Status.FAIL, Status.ERROR))):
+        result.actual_outputs = dict(outcome.outputs)
     if repeat > 1:
         _record_moved(case, outcomes, result)
     result.duration_s = time.perf_counter() - clock

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from dmlconform.backends.base import Outcome, OutcomeKind
@@ -10,6 +12,7 @@ from dmlconform.case_result import CaseResult, Status
 from dmlconform.compare.comparator import Judgement, judge
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.ops.base import Reference
+from dmlconform.ulp_histogram import merge_histograms, ulp_histogram
 
 
 def judge_outcome(case: Case, outcome: Outcome, target: FeatureLevel) -> CaseResult:
@@ -82,7 +85,19 @@ def _shape_problem(case: Case, outputs: Tensors) -> str:
     return ""
 
 
-def _judge_answers(case: Case, outputs: Tensors, result: CaseResult) -> None:
+@dataclass
+class AnswerChoice:
+    """Every answer of a case judged against the outputs, and the one the result reports."""
+
+    #: The first answer that matched, else the closest (fewest elements outside the rule).
+    chosen: str
+    passing: list[str]
+    verdicts: dict[str, Judgement]
+    #: The reference the chosen answer is judged with (its variant's accumulation data, for `bound`).
+    reference: Reference
+
+
+def judge_answers(case: Case, outputs: Tensors) -> AnswerChoice:
     references: dict[str, Reference] = {}
 
     def reference_for(answer: str) -> Reference:
@@ -96,10 +111,21 @@ def _judge_answers(case: Case, outputs: Tensors, result: CaseResult) -> None:
         verdicts[answer] = _judge_outputs(case, expected, outputs, reference_for(answer))
     passing = [name for name, verdict in verdicts.items() if verdict.passed]
     chosen = passing[0] if passing else min(verdicts, key=lambda name: verdicts[name].mismatches)
+    return AnswerChoice(chosen, passing, verdicts, reference_for(chosen))
+
+
+def _judge_answers(case: Case, outputs: Tensors, result: CaseResult) -> None:
+    choice = judge_answers(case, outputs)
+    chosen, passing, verdicts = choice.chosen, choice.passing, choice.verdicts
     verdict = verdicts[chosen]
     result.tolerance = verdict.tolerance
     result.max_ulp, result.max_abs_error = verdict.max_ulp, verdict.max_abs_error
     result.worst_index, result.worst = verdict.worst_index, verdict.worst
+    result.closeness = verdict.closeness
+    if not passing:
+        # Only for failures: a histogram reads every element again, which passing cases need not pay for.
+        answer = case.answers()[chosen]
+        result.ulp_histogram = merge_histograms(ulp_histogram(answer[name], outputs[name]) for name in case.op.outputs)
     is_candidate_case = case.expected is None
     if passing:
         result.status = Status.PASS
@@ -119,12 +145,15 @@ def _judge_answers(case: Case, outputs: Tensors, result: CaseResult) -> None:
 def _judge_outputs(case: Case, expected: Tensors, actual: Tensors, reference: Reference) -> Judgement:
     tolerance = case.tolerance or case.op.default_tolerance(case.description, reference)
     worst: Judgement | None = None
+    closeness = 0.0
     for name in case.op.outputs:
         verdict = judge(expected[name], actual[name], case.description.tensors[name].dtype, tolerance,
                         reference.accumulation.get(name))
+        closeness = max(closeness, verdict.closeness)
         if worst is None or (worst.passed and not verdict.passed):
             worst = verdict
     assert worst is not None
+    worst.closeness = closeness
     return worst
 
 

@@ -32,7 +32,7 @@ from dmlconform.case import Case
 from dmlconform.case_result import CaseResult
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.ops import OPERATORS, find_operator
-from dmlconform.runner import run_case
+from dmlconform.runner import KeepOutputs, run_case
 from dmlconform.runner.judge import judge_outcome
 
 #: How often the parent looks at the stop flag and the deadlines while it waits for results.
@@ -67,6 +67,7 @@ class WorkerSetup:
     options: BackendOptions
     target: FeatureLevel | None
     repeat: int = 1
+    keep_outputs: KeepOutputs = KeepOutputs.NONE
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -103,7 +104,7 @@ def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> 
             if task is None:
                 return
             index, case = task
-            result = run_case(case, backend, target, setup.repeat)
+            result = run_case(case, backend, target, setup.repeat, setup.keep_outputs)
             result.index = index
             conn.send(("result", result))
     finally:

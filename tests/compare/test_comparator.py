@@ -189,3 +189,41 @@ def test_worst_elements_are_ordered_worst_first():
     verdict = judge(expected, actual, F32, Tolerance.exact())
     assert [e.index for e in verdict.worst] == [(3,), (5,), (1,)]
     assert verdict.worst_index == (3,) and verdict.mismatches == 3
+
+
+# -- closeness: the largest error/allowance ratio, 0 bit-exact, 1 at the limit -------------------------------
+def test_closeness_is_zero_for_identical_bits_signed_zeros_and_nan_payloads():
+    assert judge(f32(1, 2), f32(1, 2), F32, Tolerance.exact()).closeness == 0.0
+    actual = np.array([-0.0, np.nan], dtype=np.float32)
+    actual.view(np.uint32)[1] = 0x7FC00123
+    assert judge(f32(0.0, np.nan), actual, F32, Tolerance.parse("ulp:4")).closeness == 0.0
+
+
+def test_closeness_under_ulp_n_is_max_ulp_over_n_on_both_sides_of_the_limit():
+    expected = f32(1.0, 2.0)
+    actual = expected.copy()
+    actual[1] = _next_up(expected[1:], 3)[0]
+    assert judge(expected, actual, F32, Tolerance.parse("ulp:4")).closeness == 0.75
+    assert judge(expected, actual, F32, Tolerance.parse("ulp:3")).closeness == 1.0
+    verdict = judge(expected, actual, F32, Tolerance.parse("ulp:2"))
+    assert not verdict.passed and verdict.closeness == 1.5
+
+
+def test_closeness_is_infinite_where_an_element_allowed_nothing_is_off():
+    assert judge(f32(1.0), _next_up(f32(1.0)), F32, Tolerance.exact()).closeness == np.inf
+    assert judge(f32(np.inf), f32(3.0), F32, Tolerance.parse("ulp:1000")).closeness == np.inf
+    ints = judge(np.array([5], dtype=np.int32), np.array([6], dtype=np.int32), DataType.INT32, Tolerance.exact())
+    assert ints.closeness == np.inf
+
+
+@pytest.mark.parametrize("dtype", [F16, F32])
+def test_closeness_under_bound_is_the_error_over_the_allowance(dtype):
+    golden = np.array([0.75], dtype=dtype.numpy)
+    accumulation = _acc(0.75, 3.0, 2, 0)
+    allowed = _gamma(1, dtype.unit_roundoff) * 3.0 + 0.5 * float(np.spacing(golden[0]))
+    inside, outside = _largest_accepted_and_first_rejected(golden, allowed)
+    close = judge(golden, inside, dtype, Tolerance.bound(), accumulation)
+    assert close.passed and close.closeness == pytest.approx((float(inside[0]) - 0.75) / allowed)
+    assert 0 < close.closeness <= 1
+    beyond = judge(golden, outside, dtype, Tolerance.bound(), accumulation)
+    assert not beyond.passed and beyond.closeness > 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from dmlconform.report.json_report import write_json
 from dmlconform.results import ResultsError
 from dmlconform.results.document import first_difference, read_document, to_document
 from dmlconform.run_result import ExpectationFile, Shard
+from dmlconform.ulp_histogram import UlpBucket
 from tests.results.helpers import result, run
 
 
@@ -21,12 +23,18 @@ def full_run():
     failing = result("s/b", Status.FAIL, index=1)
     failing.tolerance, failing.max_ulp, failing.worst_index = Tolerance.parse("ulp:2"), 7, (0, 1)
     failing.worst = [Element((0, 1), "1.0 (0x3f800000)", "1.0000008 (0x3f800007)", 7, "2 ULP")]
+    failing.closeness, failing.artifacts = 3.5, {"OutputGradientTensor": "art/s/b/OutputGradientTensor.npy"}
+    failing.ulp_histogram = [UlpBucket(0, 0, 5), UlpBucket(4, 7, 1), UlpBucket(None, None, 1)]
     flaky = result("s/c", Status.FLAKE, index=2, outcome=Status.CRASH)
     flaky.attempts = (Status.CRASH, Status.PASS)
     flaky.moved, flaky.moved_count = [MovedElement("OutputGradientTensor", (3,), ("1.0", "2.0"))], 4
     known = result("s/d", Status.EXPECTED_FAIL, index=3, outcome=Status.FAIL)
     known.baseline, known.expectation = Status.FAIL, "fails.csv:1"
-    made = run([result("s/a", Status.PASS), failing, flaky, known], shard=Shard(2, 3), cases=10)
+    exact_miss = result("s/e", Status.FAIL, index=4)
+    exact_miss.tolerance, exact_miss.closeness = Tolerance.exact(), math.inf
+    passing = result("s/a", Status.PASS)
+    passing.closeness = 0.25
+    made = run([passing, failing, flaky, known, exact_miss], shard=Shard(2, 3), cases=10)
     made.expectations = [ExpectationFile("baseline", "fails.csv", "a" * 64)]
     made.interrupted, made.resumed = "SIGINT", 2
     return made
@@ -38,6 +46,8 @@ def test_a_written_result_reads_back_field_for_field(tmp_path: Path) -> None:
     again = read_document(tmp_path / "r.json")
     assert to_document(again) == to_document(original)
     assert again.results[2].attempts == (Status.CRASH, Status.PASS) and again.shard == Shard(2, 3)
+    assert again.results[1].ulp_histogram[-1].nonfinite and again.results[1].closeness == 3.5
+    assert again.results[4].closeness == math.inf and to_document(again)["cases"][4]["closeness"] == "inf"
 
 
 def test_a_contract_v1_file_without_the_additions_still_reads(tmp_path: Path) -> None:
@@ -46,11 +56,13 @@ def test_a_contract_v1_file_without_the_additions_still_reads(tmp_path: Path) ->
                 "determinism"):
         del data[key]
     for case in data["cases"]:
-        for key in ("index", "attempts", "baseline", "expectation", "moved", "moved_count"):
+        for key in ("index", "attempts", "baseline", "expectation", "moved", "moved_count", "closeness",
+                    "ulp_histogram", "artifacts"):
             del case[key]
     (tmp_path / "v1.json").write_text(json.dumps(data))
     again = read_document(tmp_path / "v1.json")
-    assert [r.index for r in again.results] == [0, 1, 2, 3] and again.suite is None
+    assert [r.index for r in again.results] == [0, 1, 2, 3, 4] and again.suite is None
+    assert all(r.closeness is None and not r.ulp_histogram and not r.artifacts for r in again.results)
 
 
 @pytest.mark.parametrize(("change", "words"), [
@@ -61,6 +73,10 @@ def test_a_contract_v1_file_without_the_additions_still_reads(tmp_path: Path) ->
      "r.json: case s/b: field worst_elements[0].index: missing"),
     (lambda d: d["backend"].update(feature_level="9_9"), "r.json: field backend.feature_level: unknown feature level"),
     (lambda d: d.pop("cases"), "r.json: field cases: missing"),
+    (lambda d: d["cases"][1].update(closeness="far"), "r.json: case s/b: field closeness: is 'far', expected a number"),
+    (lambda d: d["cases"][1]["ulp_histogram"][0].pop("count"), "case s/b: field ulp_histogram[0].count: missing"),
+    (lambda d: d["cases"][1].update(artifacts={"OutputGradientTensor": 3}),
+     "case s/b: field artifacts.OutputGradientTensor: is int, expected a path"),
 ])
 def test_unreadable_fields_are_named(tmp_path: Path, change, words: str) -> None:
     data = to_document(full_run())

@@ -9,7 +9,7 @@ from dmlconform.case import Case
 from dmlconform.case_result import Status
 from dmlconform.cli import bundled_suites
 from dmlconform.feature_levels import FeatureLevel
-from dmlconform.runner import run_cases
+from dmlconform.runner import KeepOutputs, run_cases
 from dmlconform.suite.loader import load_paths
 from tests.suite.test_loader import RELU, with_, write
 
@@ -168,3 +168,37 @@ def test_repeats_that_disagree_report_the_failing_one(seed_cases):
 
     result = run_case(case, Scripted(lambda c: Outcome.ran(next(answers))), FeatureLevel.L6_4, repeat=2)
     assert result.attempts == (Status.PASS, Status.ERROR) and result.status is Status.ERROR
+
+
+def _bump_relu(case: Case) -> Outcome:
+    out = reference_outputs(case)
+    if case.id == "relu-grad-formula":
+        out["OutputGradientTensor"] = out["OutputGradientTensor"] + np.float32(1)
+    return Outcome.ran(out)
+
+
+@pytest.mark.parametrize(("keep", "kept"), [(KeepOutputs.NONE, set()), (KeepOutputs.FAILING, {"relu-grad-formula"}),
+                                            (KeepOutputs.ALL, "every case that ran")])
+def test_outputs_travel_with_the_result_only_as_asked(seed_cases, keep, kept):
+    run = run_cases(seed_cases, Scripted(_bump_relu), keep_outputs=keep)
+    carrying = {r.id.split("/")[1] for r in run.results if r.actual_outputs}
+    if kept == "every case that ran":
+        kept = {r.id.split("/")[1] for r in run.results if r.status is not Status.INVALID_OK}
+    assert carrying == kept
+    relu = next(r for r in run.results if r.id.endswith("relu-grad-formula"))
+    if keep is not KeepOutputs.NONE:
+        expected = reference_outputs(next(c for c in seed_cases if c.id == "relu-grad-formula"))
+        assert np.array_equal(relu.actual_outputs["OutputGradientTensor"], expected["OutputGradientTensor"] + 1)
+
+
+def test_a_failing_case_carries_its_ulp_histogram_and_closeness_a_passing_one_only_its_closeness(seed_cases):
+    run = run_cases(seed_cases, Scripted(_bump_relu))
+    relu = next(r for r in run.results if r.id.endswith("relu-grad-formula"))
+    assert relu.status is Status.FAIL and relu.closeness == np.inf
+    assert sum(b.count for b in relu.ulp_histogram) == relu_size(seed_cases) and relu.ulp_histogram[-1].low > 0
+    passing = [r for r in run.results if r.status is Status.PASS]
+    assert passing and all(r.closeness == 0.0 and not r.ulp_histogram for r in passing)
+
+
+def relu_size(seed_cases) -> int:
+    return next(c for c in seed_cases if c.id == "relu-grad-formula").expected["OutputGradientTensor"].size

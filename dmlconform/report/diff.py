@@ -1,0 +1,151 @@
+"""Render a RunDiff: a console report grouped by operator × data type × feature level, and a JSON document."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from dmlconform.results.diff import SEVERITY, CaseDiff, Change, Drift, Numbers, RunDiff
+
+FORMAT = "dmlconform-diff/v1"
+_STYLE = {Change.REGRESSION: "bold red", Change.CHANGED_FAILURE: "bold red", Change.FLAKY: "yellow",
+          Change.NOT_COMPARED: "yellow", Change.VANISHED: "yellow", Change.NEW: "cyan", Change.BEHAVIOUR: "cyan",
+          Change.FIX: "green"}
+
+
+def format_closeness(value: float | None) -> str:
+    if value is None:
+        return "?"
+    if math.isinf(value):
+        return "∞"
+    return f"{value:.3g}"
+
+
+def _moved(old: object, new: object) -> str:
+    return f"{old}" if old == new else f"{old} → {new}"
+
+
+def _ulp(numbers: Numbers | None) -> str:
+    return "-" if numbers is None or numbers.max_ulp is None else str(numbers.max_ulp)
+
+
+def _error(numbers: Numbers | None) -> str:
+    return "-" if numbers is None or numbers.max_abs_error is None else f"{numbers.max_abs_error:.3g}"
+
+
+def summary_line(diff: RunDiff) -> str:
+    counts = [f"{diff.count(change)} {change.value}{'s' if diff.count(change) != 1 else ''}"
+              for change in SEVERITY if diff.count(change)]
+    drift = (f"{len(diff.drift)} case(s) drifted, {len(diff.closer)} of them closer to their threshold"
+             if diff.drift else "no numeric drift")
+    return f"{', '.join(counts) or 'no status changes'}; {drift}; {diff.unchanged} unchanged"
+
+
+def render_diff(diff: RunDiff, console: Console, old_label: str, new_label: str, limit: int = 25) -> None:
+    console.print(f"[bold]dmlconform diff[/]  old: {old_label}  new: {new_label}", highlight=False)
+    console.print(f"  old run: {diff.old_name}", markup=False, highlight=False)
+    console.print(f"  new run: {diff.new_name}", markup=False, highlight=False)
+    if diff.run_changes:
+        table = Table("what differs", "old", "new", title="the runs", title_justify="left")
+        for change in diff.run_changes:
+            table.add_row(change.name, change.old, change.new)
+        console.print(table)
+    for level in diff.levels:
+        if (level.old_conformant, level.old_matched, level.old_required) == \
+                (level.new_conformant, level.new_matched, level.new_required):
+            continue
+        was, now = ("yes" if level.old_conformant else "no"), ("yes" if level.new_conformant else "no")
+        style = "red" if level.old_conformant and not level.new_conformant else "green" if now == "yes" else ""
+        console.print(Text(f"conformant at {level.level}: {was} → {now} ({level.old_matched}/{level.old_required} "
+                           f"→ {level.new_matched}/{level.new_required} required cases matched)", style=style))
+    console.print(summary_line(diff), highlight=False)
+    if diff.drift:
+        console.print("[dim]closeness: the largest error/allowance ratio over a case's elements (0 bit-exact, 1 at the "
+                      "limit of its rule)[/]")
+    shown = 0
+    for group in diff.groups:
+        if shown >= limit:
+            console.print("... and more groups; see --json for everything")
+            break
+        parts = [f"{group.count(c)} {c.value}" for c in SEVERITY if group.count(c)]
+        if group.drift:
+            parts.append(f"{len(group.drift)} drifted ({sum(1 for d in group.drift if d.closer)} closer)")
+        console.print(Text(f"\n{group.op} {group.dtype}, required from {group.level}: {', '.join(parts)}",
+                           style="bold"))
+        if group.changes:
+            console.print(_changes_table(group.changes[:limit]))
+            shown += min(len(group.changes), limit)
+        if group.drift:
+            console.print(_drift_table(group.drift[:limit]))
+            shown += min(len(group.drift), limit)
+    verdict = (Text(f"REGRESSED: {diff.count(Change.REGRESSION)} regression(s), "
+                    f"{diff.count(Change.CHANGED_FAILURE)} changed failure(s)", style="bold red")
+               if diff.regressed else Text("no regressions", style="bold green"))
+    console.print(verdict)
+
+
+def _changes_table(changes: list[CaseDiff]) -> Table:
+    # The case id goes last, so that an id folded over two lines reads on when the lines are joined.
+    table = Table("change", "status", "max ULP", "closeness", box=None, pad_edge=False)
+    table.add_column("detail", overflow="fold", max_width=60)
+    table.add_column("case", overflow="fold")
+    for c in changes:
+        status = f"{c.old_status or '—'} → {c.new_status or '—'}"
+        if c.change is Change.BEHAVIOUR:
+            status = f"{c.new_status}: {c.old_matched} → {c.new_matched}"
+        closeness = _moved(format_closeness(c.old.closeness if c.old else None),
+                           format_closeness(c.new.closeness if c.new else None))
+        detail = c.message if c.required else f"(not required) {c.message}"
+        table.add_row(Text(c.change.value, style=_STYLE[c.change]), status, _moved(_ulp(c.old), _ulp(c.new)),
+                      closeness, Text(detail[:160]), c.id)
+    return table
+
+
+def _drift_table(drift: list[Drift]) -> Table:
+    table = Table("", box=None, pad_edge=False)
+    for column in ("status", "rule", "max ULP", "max |error|", "closeness"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("case", overflow="fold")
+    for d in drift:
+        arrow = Text("▲ closer", style="yellow") if d.closer else Text("▼", style="green")
+        table.add_row(arrow, d.status, d.new.rule or "-", _moved(_ulp(d.old), _ulp(d.new)),
+                      _moved(_error(d.old), _error(d.new)),
+                      f"{format_closeness(d.old.closeness)} → {format_closeness(d.new.closeness)}", d.id)
+    return table
+
+
+# -- JSON ------------------------------------------------------------------------------------------------------
+def _plain(value: Any) -> Any:
+    """JSON-ready: enums by value; infinity as "inf" (as in the result document), NaN as null."""
+    if isinstance(value, Change):
+        return value.value
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf" if value == math.inf else None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def diff_document(diff: RunDiff, old_label: str, new_label: str) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "old": {"file": old_label, "run": diff.old_name},
+        "new": {"file": new_label, "run": diff.new_name},
+        "regressed": diff.regressed,
+        "summary": {**{change.value: diff.count(change) for change in SEVERITY}, "drifted": len(diff.drift),
+                    "closer": len(diff.closer), "unchanged": diff.unchanged, "compared": diff.compared},
+        "run_changes": [asdict(c) for c in diff.run_changes],
+        "feature_levels": [asdict(level) for level in diff.levels],
+        "groups": [{"op": g.op, "dtype": g.dtype, "level": g.level,
+                    **{change.value: g.count(change) for change in SEVERITY if g.count(change)},
+                    "drifted": len(g.drift), "closer": sum(1 for d in g.drift if d.closer)} for g in diff.groups],
+        "changes": [_plain(asdict(c)) for c in diff.changes],
+        "drift": [{**_plain(asdict(d)), "closer": d.closer} for d in diff.drift],
+    }

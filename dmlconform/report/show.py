@@ -1,0 +1,123 @@
+"""`dmlconform show` on a terminal: one case, its tensors, the rule, a ULP histogram and its worst elements."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from dmlconform.case_result import CaseResult
+from dmlconform.report.diff import format_closeness
+from dmlconform.run_result import RunResult
+from dmlconform.triage.dml import describe
+from dmlconform.triage.inspection import ElementDetail, Inspection
+from dmlconform.ulp_histogram import UlpBucket
+
+BAR_WIDTH = 40
+
+
+def histogram_bars(buckets: list[UlpBucket], width: int = BAR_WIDTH) -> list[tuple[UlpBucket, int]]:
+    """Each bucket with its bar length on a log scale (counts span orders of magnitude); at least 1 if not empty."""
+    top = max((b.count for b in buckets), default=0)
+    if top == 0:
+        return []
+    return [(b, max(1, round(width * math.log1p(b.count) / math.log1p(top)))) for b in buckets]
+
+
+def histogram_table(buckets: list[UlpBucket], title: str) -> Table:
+    table = Table("ULP", "elements", "", title=title, title_justify="left", box=None, pad_edge=False)
+    for bucket, length in histogram_bars(buckets):
+        style = "red" if bucket.nonfinite else "green" if bucket.low == 0 else "yellow"
+        table.add_row(bucket.short_label, str(bucket.count), Text("█" * length, style=style))
+    return table
+
+
+def render_inspection(inspection: Inspection, console: Console, recorded: CaseResult | None = None,
+                      run: RunResult | None = None, source: str = "", notes: list[str] | None = None) -> None:
+    case = inspection.case
+    kind = ("negative case (expect: invalid)" if case.expect_invalid else
+            f"candidates: {', '.join(case.candidates)}" if case.candidates else "single answer")
+    console.print(Text(case.full_id, style="bold"), Text(f"({case.file})", style="dim"))
+    console.print(f"{case.op.name} {case.dtype.name} rank {case.rank}, required from feature level "
+                  f"{case.required_level}; {kind}" + (f"; behaviour {case.behaviour}" if case.behaviour else "") +
+                  (f"; tags {', '.join(case.tags)}" if case.tags else ""), highlight=False)
+    console.print("\n".join(describe(case)), markup=False, highlight=False)
+    console.print(_tensor_table(inspection))
+    if recorded is not None and run is not None:
+        outcome = f" (outcome {recorded.outcome.value})" if recorded.outcome else ""
+        console.print(f"[bold]recorded[/]: {recorded.status.value}{outcome} on {run.backend.name} "
+                      f"({run.backend.version}, {run.backend.device}) judged at {run.target_level}; max ULP "
+                      f"{recorded.max_ulp if recorded.max_ulp is not None else '-'}, closeness "
+                      f"{format_closeness(recorded.closeness)}", highlight=False)
+        console.print(f"  {recorded.message}", markup=False, highlight=False)
+    for note in notes or []:
+        console.print(Text(f"note: {note}", style="yellow"))
+    if source:
+        console.print(f"[bold]actual outputs[/]: {source}", highlight=False)
+    if inspection.status is not None:
+        answer = f" against '{inspection.answer}'" if inspection.answer and inspection.answer != "expected" else ""
+        console.print(f"[bold]now[/]: {inspection.status.value}{answer}: {inspection.message}"
+                      + (f"; closeness {format_closeness(inspection.closeness)} (1 = at the limit)"
+                         if inspection.closeness is not None else ""), highlight=False)
+    if inspection.rule_lines:
+        console.print("[bold]rule[/]:", "\n".join(inspection.rule_lines), markup=True, highlight=False)
+    if inspection.histogram:
+        total = sum(b.count for b in inspection.histogram)
+        console.print(histogram_table(inspection.histogram, f"ULP distance of all {total} output elements "
+                                      "(bars on a log scale)"))
+    if inspection.status is not None and not inspection.elements and inspection.answer is not None:
+        console.print(Text("every element is bit-identical to the answer", style="green"))
+    if inspection.elements:
+        console.print(_elements_table(inspection))
+        for element in inspection.elements:
+            _accumulation(element, console)
+    for note in inspection.notes:
+        console.print(Text(f"note: {note}", style="yellow"))
+
+
+def _tensor_table(inspection: Inspection) -> Table:
+    table = Table(title="tensors (min, max and mean over finite elements)", title_justify="left")
+    for column in ("role", "tensor", "dtype", "shape"):
+        table.add_column(column, no_wrap=True)
+    for column in ("min", "max", "mean", "zeros", "NaN", "±inf", "subnormal"):
+        table.add_column(column, justify="right")
+    for t in inspection.tensors:
+        role = t.role if t.role in ("input", "actual", "expected") else f"candidate {t.role}"
+        table.add_row(role, t.name, t.dtype, str(list(t.shape)), t.minimum, t.maximum, t.mean, str(t.zeros),
+                      str(t.nans), str(t.infinities), str(t.subnormals))
+    return table
+
+
+def _ratio(value: float) -> Text:
+    text = "∞" if math.isinf(value) else f"{value:.3g}"
+    return Text(text, style="bold red" if value > 1 else "yellow" if value > 0.5 else "")
+
+
+def _elements_table(inspection: Inspection) -> Table:
+    table = Table(title=f"worst elements: {len(inspection.elements)} of the {inspection.differing} whose bits differ, "
+                  "by error over allowance", title_justify="left")
+    for column in ("output[index]", "expected", "actual", "ULP", "|error|"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("allowed")
+    table.add_column("error/allowed", no_wrap=True)
+    for e in inspection.elements:
+        table.add_row(f"{e.output}{list(e.index)}", e.expected, e.actual, "-" if e.ulp is None else str(e.ulp),
+                      "-" if e.abs_error is None else f"{e.abs_error:.6g}", e.allowed_text, _ratio(e.ratio))
+    return table
+
+
+def _accumulation(element: ElementDetail, console: Console) -> None:
+    data = element.accumulated
+    if data is None:
+        return
+    sources = f" from {data.terms_total} gradient element(s)" if data.terms is not None else ""
+    console.print(f"  {element.output}{list(element.index)}: n = {data.count} term(s){sources}, M = Σ|t| = "
+                  f"{data.abs_sum:.9g}, v = Σt = {data.value!r} (float64; the golden is v rounded once), "
+                  f"f = {data.weight_factors}, D = Σ|dy| = {data.abs_gradient_sum:.9g}", highlight=False)
+    for term in data.terms or []:
+        console.print(f"      dY{list(term.source)} = {term.gradient!r} × weight {term.weight!r} = {term.value!r}",
+                      highlight=False)
+    if data.terms is not None and data.terms_total > len(data.terms):
+        console.print(f"      ... and {data.terms_total - len(data.terms)} more", highlight=False)

@@ -1,0 +1,92 @@
+"""Repro bundles: every bundled case survives the trip through a bundle, and its DxDispatch model is one that
+DxDispatch's parser accepts (as far as tests/triage/dxdispatch_schema.py writes that parser down)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dmlconform.backends.base import OutcomeKind
+from dmlconform.backends.numpy_backend import NumpyBackend
+from dmlconform.case import Case
+from dmlconform.case_result import Status
+from dmlconform.feature_levels import HIGHEST
+from dmlconform.triage.bundle import MODEL, SUITE, check_bundle, write_bundle
+from dmlconform.triage.inspection import inspect_case
+from tests.triage.dxdispatch_schema import STRUCTS, check_model
+
+
+def _off_by_one(outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The outputs with their first element one step up: a wrong answer under every rule."""
+    wrong = {name: array.copy() for name, array in outputs.items()}
+    for array in wrong.values():
+        flat = array.reshape(-1)
+        if array.dtype.kind == "f":
+            flat.view(f"u{array.itemsize}")[0] ^= 1 << (8 * array.itemsize - 2)  # an exponent bit: far off
+        else:
+            flat[0] = flat[0] ^ 1
+    return wrong
+
+
+def test_every_bundled_case_round_trips_through_a_bundle_and_judges_the_same(bundled: list[Case], tmp_path: Path):
+    backend = NumpyBackend()
+    statuses = set()
+    for number, case in enumerate(bundled):
+        outcome = backend.run(case)
+        actual = _off_by_one(dict(outcome.outputs)) if outcome.kind is OutcomeKind.OUTPUTS else None
+        folder = tmp_path / str(number)
+        check = write_bundle(folder, case, actual, inspect_case(case, actual), ["--backend", "numpy"], None, None,
+                             "test", HIGHEST)
+        assert check.ok, (case.full_id, check)
+        statuses.add(check.bundle_status)
+        assert check_model(folder / MODEL) == [], case.full_id
+    assert {Status.FAIL, None} <= statuses  # wrong answers failed; negative cases have no outputs to judge
+
+
+def test_a_bundle_whose_files_were_changed_no_longer_checks(bundled: list[Case], tmp_path: Path) -> None:
+    case = next(c for c in bundled if c.full_id == "seed/max-pooling-grad-2x2")
+    actual = dict(NumpyBackend().run(case).outputs)
+    write_bundle(tmp_path, case, actual, inspect_case(case, actual), [], None, None, "test", HIGHEST)
+    expected = tmp_path / "expected" / "OutputGradientTensor.npy"
+    np.save(expected, np.load(expected) + 1)
+    check = check_bundle(tmp_path, case, actual, HIGHEST)
+    assert not check.tensors_identical and not check.ok
+    assert check.bundle_status is Status.FAIL and check.case_status is Status.PASS
+
+
+def test_the_one_case_suite_keeps_scalars_bit_exact_and_names_its_files(bundled: list[Case], tmp_path: Path) -> None:
+    case = next(c for c in bundled if c.op.name == "ELEMENT_WISE_CLIP_GRAD1" and c.dtype.name == "FLOAT16")
+    write_bundle(tmp_path, case, None, inspect_case(case, None), [], None, None, "none", HIGHEST)
+    text = (tmp_path / SUITE).read_text()
+    assert "Min: '0x" in text and "file: inputs/InputTensor.npy" in text
+    model = json.loads((tmp_path / MODEL).read_text())
+    desc = model["dispatchables"]["operator"]["desc"]
+    assert desc["MinMaxDataType"] == "FLOAT16" and set(desc["Min"]) == {"UInt16"}
+    assert int(np.float16(case.description.params["Min"]).view(np.uint16)) == desc["Min"]["UInt16"]
+
+
+@pytest.mark.parametrize("op", sorted(STRUCTS))
+def test_the_model_checker_refuses_what_dxdispatch_would(bundled: list[Case], tmp_path: Path, op: str) -> None:
+    case = next(c for c in bundled if c.op.name == op and not c.expect_invalid)
+    write_bundle(tmp_path, case, None, inspect_case(case, None), [], None, None, "none", HIGHEST)
+    assert check_model(tmp_path / MODEL) == []
+    model = json.loads((tmp_path / MODEL).read_text())
+    desc = model["dispatchables"]["operator"]["desc"]
+    broken = [
+        lambda m: m["dispatchables"]["operator"]["desc"].pop(next(reversed(desc))),  # a field missing
+        lambda m: m["commands"][0]["bindings"].pop("OutputGradientTensor"),
+        lambda m: m["resources"][case.op.inputs[0]].update(initialValuesDataType="INT8"),
+        lambda m: m["commands"].append({"type": "compare", "resource": "OutputGradientTensor"}),
+        lambda m: m["dispatchables"]["operator"]["desc"]["OutputGradientTensor"].update(Sizes=[0]),
+    ]
+    for number, breaks in enumerate(broken):
+        changed = json.loads(json.dumps(model))
+        breaks(changed)
+        (tmp_path / "broken.json").write_text(json.dumps(changed))
+        assert check_model(tmp_path / "broken.json"), number
+    (tmp_path / "nan.json").write_text(json.dumps(model).replace('"nan"', "NaN", 1) if '"nan"' in json.dumps(model)
+                                       else '{"resources": NaN}')
+    assert check_model(tmp_path / "nan.json")
