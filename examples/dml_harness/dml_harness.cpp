@@ -24,6 +24,7 @@
 
 #include <d3d12sdklayers.h>
 #include <dxgi1_4.h>
+#include <winver.h>
 #include <fcntl.h>
 #include <io.h>
 
@@ -75,7 +76,7 @@ static_assert(sizeof(DML_BINDING_TABLE_DESC) == 32, "DML_BINDING_TABLE_DESC layo
 // ---------------------------------------------------------------------------------------------
 static bool g_verbose = false;
 
-static void logf(const char* fmt, ...) {
+static void log_line(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("dml-harness: ", stderr);
@@ -231,7 +232,7 @@ static bool parse_options(int argc, char** argv, Options& o) {
         std::string a = argv[i];
         auto value = [&](const char* name) -> const char* {
             if (i + 1 >= argc) {
-                logf("%s needs a value", name);
+                log_line("%s needs a value", name);
                 return nullptr;
             }
             return argv[++i];
@@ -261,7 +262,7 @@ static bool parse_options(int argc, char** argv, Options& o) {
         } else if (a == "--verbose") {
             g_verbose = true;
         } else {
-            logf("unknown option %s", a.c_str());
+            log_line("unknown option %s", a.c_str());
             fputs(kUsage, stderr);
             return false;
         }
@@ -454,7 +455,7 @@ static std::string init_device(Device& dev) {
     if (FAILED(hr) && flags != DML_CREATE_DEVICE_FLAG_NONE) {
         dml_debug = "unavailable (DML_CREATE_DEVICE_FLAG_DEBUG: " + hr_text(hr) +
                     "; DirectML.Debug.dll must sit next to DirectML.dll)";
-        logf("DirectML debug layer unavailable (%s); continuing without it", hr_text(hr).c_str());
+        log_line("DirectML debug layer unavailable (%s); continuing without it", hr_text(hr).c_str());
         hr = create(DML_CREATE_DEVICE_FLAG_NONE);
     } else if (SUCCEEDED(hr) && flags != DML_CREATE_DEVICE_FLAG_NONE) {
         dml_debug = "on";
@@ -503,7 +504,7 @@ static std::string init_device(Device& dev) {
                                           &data);
         dev.type_supported[t] = SUCCEEDED(hr) && data.IsSupported;
         if (dev.type_supported[t]) types += std::string(types.empty() ? "" : ", ") + kTypeNames[t];
-        else if (FAILED(hr)) logf("DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT(%s): %s", kTypeNames[t], hr_text(hr).c_str());
+        else if (FAILED(hr)) log_line("DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT(%s): %s", kTypeNames[t], hr_text(hr).c_str());
     }
     add_extra(dev, "dml_tensor_data_types", types + " (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)");
 
@@ -665,7 +666,7 @@ struct Tensor {
 
 static void send_frame(const std::string& header, const void* payload, uint64_t len) {
     if (!dmlh::write_frame(g_frames, header, payload, len)) {
-        logf("cannot write to stdout: the runner went away");
+        log_line("cannot write to stdout: the runner went away");
         exit(0);
     }
 }
@@ -1128,7 +1129,7 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
         "IDMLDevice::CreateOperatorInitializer");
     DML_BINDING_PROPERTIES ip = binding_properties(init.get()), ep = binding_properties(compiled.get());
     if (g_verbose)
-        logf("%s: binding properties: initializer %u descriptors, temporary %llu; execution %u descriptors, "
+        log_line("%s: binding properties: initializer %u descriptors, temporary %llu; execution %u descriptors, "
              "temporary %llu, persistent %llu", info.name, ip.RequiredDescriptorCount,
              (unsigned long long)ip.TemporaryResourceSize, ep.RequiredDescriptorCount,
              (unsigned long long)ep.TemporaryResourceSize, (unsigned long long)ep.PersistentResourceSize);
@@ -1264,7 +1265,7 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
     }
     if (g_verbose) {
         std::string dbg = info_queue_text(dev);
-        if (!dbg.empty()) logf("debug layer: %s", dbg.c_str());
+        if (!dbg.empty()) log_line("debug layer: %s", dbg.c_str());
     }
     return ok;
 }
@@ -1336,7 +1337,7 @@ static void handle_run(Device& dev, const dmlh::Frame& frame, const std::string&
     }
     Reply r = execute(dev, *info, d, in_ptrs, out);
     if (g_verbose || r.status == "error" || r.status == "device_removed")
-        logf("%s: %s%s%s", id.c_str(), r.status.c_str(), r.message.empty() ? "" : ": ", r.message.c_str());
+        log_line("%s: %s%s%s", id.c_str(), r.status.c_str(), r.message.empty() ? "" : ": ", r.message.c_str());
     send_reply(id, r, &out);
 }
 
@@ -1368,10 +1369,10 @@ int main(int argc, char** argv) {
     if (!parse_options(argc, argv, dev.opt)) return 2;
     std::string init_error = init_device(dev);
     if (init_error.empty())
-        logf("%s, DirectML %s (%s), feature level %s", dev.adapter_name.c_str(), dev.dml_version.c_str(),
+        log_line("%s, DirectML %s (%s), feature level %s", dev.adapter_name.c_str(), dev.dml_version.c_str(),
              dev.dml_path.c_str(), level_label(dev.feature_level).c_str());
     else
-        logf("cannot start: %s", init_error.c_str());
+        log_line("cannot start: %s", init_error.c_str());
 
     bool handshaken = false;
     for (;;) {
@@ -1380,11 +1381,11 @@ int main(int argc, char** argv) {
         dmlh::ReadStatus st = dmlh::read_frame(stdin, frame, err);
         if (st == dmlh::ReadStatus::End) return 0;
         if (st == dmlh::ReadStatus::Broken) {
-            logf("unreadable frame on stdin (%s); the stream cannot be resynchronised, exiting", err.c_str());
+            log_line("unreadable frame on stdin (%s); the stream cannot be resynchronised, exiting", err.c_str());
             return 2;
         }
         if (st == dmlh::ReadStatus::BadHeader) {
-            logf("ignoring a frame: %s", err.c_str());
+            log_line("ignoring a frame: %s", err.c_str());
             send_reply("", Reply::make("error", "malformed request: " + err), nullptr);
             continue;
         }
@@ -1407,7 +1408,7 @@ int main(int argc, char** argv) {
             } else {
                 handle_run(dev, frame, id);
                 if (g_exit_after_reply) {
-                    logf("the device was removed; exiting so that the runner starts a fresh harness");
+                    log_line("the device was removed; exiting so that the runner starts a fresh harness");
                     fflush(g_frames);
                     return 3;
                 }
@@ -1417,7 +1418,7 @@ int main(int argc, char** argv) {
         } else if (idv && idv->c_str()) {
             send_reply(id, Reply::make("error", "unknown message type '" + kind + "'"), nullptr);
         } else {
-            logf("ignoring a message of type '%s'", kind.c_str());
+            log_line("ignoring a message of type '%s'", kind.c_str());
         }
     }
 }
