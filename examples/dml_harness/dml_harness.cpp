@@ -638,7 +638,7 @@ static std::string hello_reply(const Device& dev) {
 // Replies.
 // ---------------------------------------------------------------------------------------------
 static FILE* g_frames = nullptr;  // the real stdout
-static bool g_exit_after_reply = false;
+static std::string g_case_id;  // the request being served
 
 struct Reply {
     std::string status;  // ok, refused, unsupported, error, device_removed
@@ -706,6 +706,19 @@ static std::string info_queue_text(Device& dev, size_t limit = 1500) {
     return text;
 }
 
+// A lost device: reply, flush and leave at once (the protocol's device_removed). Nothing is released
+// first: resources the GPU may still be using would be freed under it, and on vkd3d/lavapipe that
+// teardown crashes (SIGSEGV) before the reply would have gone out.
+[[noreturn]] static void device_lost_exit(const Reply& r) {
+    send_reply(g_case_id, r, nullptr);
+    fflush(g_frames);
+    log_line("%s: device removed (%s); exiting so that the runner starts a fresh harness", g_case_id.c_str(),
+             r.message.c_str());
+    fflush(stderr);
+    TerminateProcess(GetCurrentProcess(), 3);
+    _exit(3);
+}
+
 // A failed HRESULT outside CreateOperator/CompileOperator: device loss or an error naming the call.
 static Reply failure(Device& dev, HRESULT hr, const std::string& call) {
     HRESULT reason = dev.d3d->GetDeviceRemovedReason();
@@ -714,8 +727,7 @@ static Reply failure(Device& dev, HRESULT hr, const std::string& call) {
         Reply r = Reply::make("device_removed", call + " returned " + hr_text(hr) +
                                                     "; ID3D12Device::GetDeviceRemovedReason: " + hr_text(reason));
         r.hresult = strf("0x%08lX", (unsigned long)code);
-        g_exit_after_reply = true;
-        return r;
+        device_lost_exit(r);
     }
     std::string dbg = info_queue_text(dev);
     return Reply::make("error", call + ": " + hr_text(hr) + (dbg.empty() ? "" : "; debug layer: " + dbg));
@@ -1083,8 +1095,7 @@ static bool submit(Device& dev, Reply& r, const char* what) {
                                  "ID3D12Device::GetDeviceRemovedReason: %s", what,
                                  (unsigned long)dev.opt.fence_timeout_ms, (unsigned long)wait, hr_text(reason).c_str()));
             r.hresult = strf("0x%08lX", (unsigned long)(FAILED(reason) ? reason : HRESULT(0x887A0006L)));
-            g_exit_after_reply = true;
-            return false;
+            device_lost_exit(r);
         }
     }
     HRESULT reason = dev.d3d->GetDeviceRemovedReason();
@@ -1336,7 +1347,7 @@ static void handle_run(Device& dev, const dmlh::Frame& frame, const std::string&
         return;
     }
     Reply r = execute(dev, *info, d, in_ptrs, out);
-    if (g_verbose || r.status == "error" || r.status == "device_removed")
+    if (g_verbose || r.status == "error")
         log_line("%s: %s%s%s", id.c_str(), r.status.c_str(), r.message.empty() ? "" : ": ", r.message.c_str());
     send_reply(id, r, &out);
 }
@@ -1406,12 +1417,8 @@ int main(int argc, char** argv) {
             } else if (!handshaken) {
                 send_reply(id, Reply::make("error", "run request before the hello handshake"), nullptr);
             } else {
+                g_case_id = id;
                 handle_run(dev, frame, id);
-                if (g_exit_after_reply) {
-                    log_line("the device was removed; exiting so that the runner starts a fresh harness");
-                    fflush(g_frames);
-                    return 3;
-                }
             }
         } else if (kind == "bye") {
             return 0;

@@ -79,7 +79,12 @@ if [ -z "${DISPLAY:-}" ]; then
     rm -f "$dfile"
     [ -n "$dnum" ] || { log "Xvfb gave no display number"; kill "$xpid"; exit 69; }
     export DISPLAY=":$dnum"
-    # Watcher: after exec this shell's pid ($$) is the harness; once it is gone (or a zombie), stop Xvfb.
+    # Watcher: after exec this shell's pid ($$) is the harness; once it is gone (or a zombie), and then
+    # the prefix's wineserver too, stop Xvfb. Waiting for the wineserver matters: it outlives the
+    # harness by a few seconds with its desktop process (explorer.exe) connected to this display, and
+    # a harness restarted meanwhile (after a crash or timeout) joins that desktop; killing the display
+    # under it made the restarted harness die ("X connection to :N broken").
+    wineserver=${WINESERVER:-$(dirname "$wine")/wineserver}
     (
         trap '' HUP INT TERM PIPE
         alive() {
@@ -88,6 +93,7 @@ if [ -z "${DISPLAY:-}" ]; then
             [ -n "$st" ] && [ "${st%% *}" != Z ]
         }
         while alive; do sleep 0.2; done
+        "$wineserver" -w 2>/dev/null || true
         kill "$xpid" 2>/dev/null
     ) </dev/null >/dev/null 2>&1 &
 fi
