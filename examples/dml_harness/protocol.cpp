@@ -191,18 +191,45 @@ bool json_parse(const char* text, size_t len, JValue& out, std::string& error) {
 }
 
 std::string json_string(const std::string& text) {
+    // ASCII out: control characters and every non-ASCII code point (UTF-8 in, e.g. an adapter name
+    // with a trademark sign) become \u escapes, as UTF-16 surrogate pairs above U+FFFF. A byte that
+    // is not part of valid UTF-8 is written as the code point of the same value.
     std::string out = "\"";
-    for (unsigned char c : text) {
-        char buf[8];
+    char buf[16];
+    for (size_t i = 0; i < text.size();) {
+        unsigned char c = (unsigned char)text[i];
         if (c == '"' || c == '\\') {
             out += '\\';
             out += char(c);
-        } else if (c < 0x20 || c >= 0x7F) {
-            snprintf(buf, sizeof buf, "\\u%04x", c);  // bytes, not code points: the text stays readable ASCII
-            out += buf;
-        } else {
-            out += char(c);
+            i++;
+            continue;
         }
+        if (c >= 0x20 && c < 0x7F) {
+            out += char(c);
+            i++;
+            continue;
+        }
+        unsigned cp = c;
+        size_t len = 1;
+        if (c >= 0xC2 && c <= 0xF4) {
+            size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+            unsigned v = c & (0x7F >> need);
+            size_t k = 1;
+            for (; k < need && i + k < text.size() && ((unsigned char)text[i + k] & 0xC0) == 0x80; k++)
+                v = (v << 6) | ((unsigned char)text[i + k] & 0x3F);
+            if (k == need && v <= 0x10FFFF && !(v >= 0xD800 && v <= 0xDFFF)) {
+                cp = v;
+                len = need;
+            }
+        }
+        if (cp > 0xFFFF) {
+            cp -= 0x10000;
+            snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+        } else {
+            snprintf(buf, sizeof buf, "\\u%04x", cp);
+        }
+        out += buf;
+        i += len;
     }
     return out + "\"";
 }
