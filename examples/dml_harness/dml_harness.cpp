@@ -1,0 +1,1431 @@
+// dml_harness.cpp - a dmlconform native harness that runs each case on DirectML.
+//
+// It speaks the frame protocol of docs/native-harness.md on stdin/stdout and executes the five
+// gradient operators (ACTIVATION_RELU_GRAD, ELEMENT_WISE_CLIP_GRAD1, SLICE_GRAD, MAX_POOLING_GRAD,
+// RESAMPLE_GRAD1) on the real DirectML.dll, which it loads at run time (LoadLibrary +
+// DMLCreateDevice1). One D3D12 + DirectML device serves every case; each case gets its own operator,
+// buffers, descriptor heap and binding table.
+//
+//   dml_harness.exe [--dml PATH] [--adapter N | --warp] [--debug-layer] [--disable-metacommands]
+//                   [--fence-timeout-ms N] [--poison BYTE|none] [--verbose]
+//
+// stdout carries frames only: at start-up the harness moves the real stdout to a private
+// descriptor and points descriptor 1 (and the Win32 standard output handle) at stderr, so text that
+// DirectML, the D3D12 runtime or Wine might print can never corrupt the stream. Logs go to stderr.
+//
+// Build: Makefile (mingw-w64 cross compiler) or CMakeLists.txt (MSVC); see README.md.
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include "directml_api.h"
+
+#include <d3d12sdklayers.h>
+#include <dxgi1_4.h>
+#include <winver.h>
+#include <fcntl.h>
+#include <io.h>
+
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "protocol.h"
+
+using dmlh::JValue;
+
+#define DMLH_VERSION "1.0"
+
+// ---------------------------------------------------------------------------------------------
+// The header facts the harness depends on, checked against whichever DirectML.h is in use.
+// ---------------------------------------------------------------------------------------------
+static_assert(DML_OPERATOR_ACTIVATION_RELU_GRAD == 129, "DML_OPERATOR_ACTIVATION_RELU_GRAD");
+static_assert(DML_OPERATOR_MAX_POOLING_GRAD == 131, "DML_OPERATOR_MAX_POOLING_GRAD");
+static_assert(DML_OPERATOR_SLICE_GRAD == 135, "DML_OPERATOR_SLICE_GRAD");
+static_assert(DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1 == 154, "DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1");
+static_assert(DML_OPERATOR_RESAMPLE_GRAD1 == 162, "DML_OPERATOR_RESAMPLE_GRAD1");
+static_assert(DML_TENSOR_DATA_TYPE_FLOAT32 == 1 && DML_TENSOR_DATA_TYPE_FLOAT16 == 2 &&
+              DML_TENSOR_DATA_TYPE_INT8 == 8 && DML_TENSOR_DATA_TYPE_INT64 == 11, "DML_TENSOR_DATA_TYPE");
+static_assert(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT == 0 && DML_FEATURE_FEATURE_LEVELS == 1, "DML_FEATURE");
+static_assert(DML_INTERPOLATION_MODE_LINEAR == 1 && DML_AXIS_DIRECTION_DECREASING == 1, "enums");
+static_assert(sizeof(DML_SCALAR_UNION) == 8, "DML_SCALAR_UNION is 8 bytes");
+#if defined(_WIN64)
+static_assert(sizeof(DML_BUFFER_TENSOR_DESC) == 48, "DML_BUFFER_TENSOR_DESC layout");
+static_assert(offsetof(DML_BUFFER_TENSOR_DESC, TotalTensorSizeInBytes) == 32, "DML_BUFFER_TENSOR_DESC layout");
+static_assert(offsetof(DML_ELEMENT_WISE_CLIP_GRAD1_OPERATOR_DESC, MinMaxDataType) == 24, "CLIP_GRAD1 layout");
+static_assert(offsetof(DML_ELEMENT_WISE_CLIP_GRAD1_OPERATOR_DESC, Min) == 32, "CLIP_GRAD1 layout");
+static_assert(offsetof(DML_ELEMENT_WISE_CLIP_GRAD1_OPERATOR_DESC, Max) == 40, "CLIP_GRAD1 layout");
+static_assert(offsetof(DML_SLICE_GRAD_OPERATOR_DESC, InputWindowStrides) == 40, "SLICE_GRAD layout");
+static_assert(offsetof(DML_MAX_POOLING_GRAD_OPERATOR_DESC, Dilations) == 64, "MAX_POOLING_GRAD layout");
+static_assert(offsetof(DML_RESAMPLE_GRAD1_OPERATOR_DESC, DimensionCount) == 24, "RESAMPLE_GRAD1 layout");
+static_assert(offsetof(DML_RESAMPLE_GRAD1_OPERATOR_DESC, OutputPixelOffsets) == 48, "RESAMPLE_GRAD1 layout");
+static_assert(sizeof(DML_BINDING_PROPERTIES) == 24, "DML_BINDING_PROPERTIES layout");
+static_assert(sizeof(DML_BINDING_TABLE_DESC) == 32, "DML_BINDING_TABLE_DESC layout");
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Small utilities.
+// ---------------------------------------------------------------------------------------------
+static bool g_verbose = false;
+
+static void log_line(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("dml-harness: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    va_end(ap);
+}
+
+static std::string strf(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(nullptr, 0, fmt, ap);
+    va_end(ap);
+    std::string s(size_t(need > 0 ? need : 0), '\0');
+    va_start(ap, fmt);
+    vsnprintf(&s[0], s.size() + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static std::string utf8(const wchar_t* w) {
+    int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, nullptr, 0, nullptr, nullptr);
+    if (n <= 1) return std::string();
+    std::string s(size_t(n - 1), '\0');
+    WideCharToMultiByte(CP_UTF8, 0, w, -1, &s[0], n, nullptr, nullptr);
+    return s;
+}
+
+// Owning pointer for COM objects.
+template <class T>
+struct Com {
+    T* p = nullptr;
+    Com() = default;
+    Com(const Com&) = delete;
+    Com& operator=(const Com&) = delete;
+    ~Com() { reset(); }
+    void reset() {
+        if (p) p->Release();
+        p = nullptr;
+    }
+    T* operator->() const { return p; }
+    T* get() const { return p; }
+    explicit operator bool() const { return p != nullptr; }
+    void** put() {
+        reset();
+        return reinterpret_cast<void**>(&p);
+    }
+    T** put_typed() {
+        reset();
+        return &p;
+    }
+};
+
+static const char* hr_name(HRESULT hr) {
+    switch ((unsigned long)hr) {
+    case 0x00000000UL: return "S_OK";
+    case 0x00000001UL: return "S_FALSE";
+    case 0x80070057UL: return "E_INVALIDARG";
+    case 0x8007000EUL: return "E_OUTOFMEMORY";
+    case 0x80004001UL: return "E_NOTIMPL";
+    case 0x80004002UL: return "E_NOINTERFACE";
+    case 0x80004003UL: return "E_POINTER";
+    case 0x80004005UL: return "E_FAIL";
+    case 0x8000FFFFUL: return "E_UNEXPECTED";
+    case 0x80070005UL: return "E_ACCESSDENIED";
+    case 0x8007007EUL: return "ERROR_MOD_NOT_FOUND";
+    case 0x887A0001UL: return "DXGI_ERROR_INVALID_CALL";
+    case 0x887A0002UL: return "DXGI_ERROR_NOT_FOUND";
+    case 0x887A0004UL: return "DXGI_ERROR_UNSUPPORTED";
+    case 0x887A0005UL: return "DXGI_ERROR_DEVICE_REMOVED";
+    case 0x887A0006UL: return "DXGI_ERROR_DEVICE_HUNG";
+    case 0x887A0007UL: return "DXGI_ERROR_DEVICE_RESET";
+    case 0x887A0020UL: return "DXGI_ERROR_DRIVER_INTERNAL_ERROR";
+    case 0x887A002DUL: return "DXGI_ERROR_SDK_COMPONENT_MISSING";
+    case 0x887E0003UL: return "D3D12_ERROR_INVALID_REDIST";
+    default: return nullptr;
+    }
+}
+
+static std::string hr_text(HRESULT hr) {
+    const char* name = hr_name(hr);
+    return name ? strf("%s (0x%08lX)", name, (unsigned long)hr) : strf("HRESULT 0x%08lX", (unsigned long)hr);
+}
+
+static bool is_device_loss(HRESULT hr) {
+    switch ((unsigned long)hr) {
+    case 0x887A0005UL: case 0x887A0006UL: case 0x887A0007UL: case 0x887A0020UL: return true;
+    default: return false;
+    }
+}
+
+static const char* const kTypeNames[] = {"UNKNOWN", "FLOAT32", "FLOAT16", "UINT32", "UINT16", "UINT8",
+                                         "INT32",   "INT16",   "INT8",    "FLOAT64", "UINT64", "INT64"};
+static const unsigned kTypeBytes[] = {0, 4, 2, 4, 2, 1, 4, 2, 1, 8, 8, 8};
+static const int kTypeCount = 11;
+
+static std::string level_label(unsigned level) {
+    return strf("%u_%u", (level >> 12) & 0xF, (level >> 8) & 0xF);
+}
+
+// The aggregate-returning methods, called through their vtable slots with MSVC's calling convention
+// (hidden result pointer after `this`), which is what DirectML.dll and d3d12.dll implement. mingw-w64
+// 10's ID3D12DescriptorHeap_Get*DescriptorHandleForHeapStart (and g++'s C++ member calls) return
+// such structs in a register instead, which reads garbage.
+template <class R>
+static R call_aggregate_getter(void* object, int slot) {
+    typedef R*(STDMETHODCALLTYPE * Fn)(void* self, R* result);
+    Fn fn = reinterpret_cast<Fn>((*reinterpret_cast<void***>(object))[slot]);
+    R result;
+    memset(&result, 0, sizeof result);
+    fn(object, &result);
+    return result;
+}
+
+static DML_BINDING_PROPERTIES binding_properties(IDMLDispatchable* d) {
+    return call_aggregate_getter<DML_BINDING_PROPERTIES>(d, 8);  // IDMLDispatchable::GetBindingProperties
+}
+static D3D12_CPU_DESCRIPTOR_HANDLE heap_cpu_start(ID3D12DescriptorHeap* h) {
+    return call_aggregate_getter<D3D12_CPU_DESCRIPTOR_HANDLE>(h, 9);  // GetCPUDescriptorHandleForHeapStart
+}
+static D3D12_GPU_DESCRIPTOR_HANDLE heap_gpu_start(ID3D12DescriptorHeap* h) {
+    return call_aggregate_getter<D3D12_GPU_DESCRIPTOR_HANDLE>(h, 10);  // GetGPUDescriptorHandleForHeapStart
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options.
+// ---------------------------------------------------------------------------------------------
+struct Options {
+    std::string dml_path;          // empty: DirectML.dll next to the exe, then the DLL search path
+    int adapter = 0;
+    bool warp = false;
+    bool debug_layer = false;
+    bool disable_metacommands = false;
+    DWORD fence_timeout_ms = 60000;
+    int poison = 0xCD;             // byte pre-filled into every output buffer; -1: none
+};
+
+static const char kUsage[] =
+    "usage: dml_harness.exe [options]   (speaks docs/native-harness.md on stdin/stdout)\n"
+    "  --dml PATH              DirectML.dll to load (default: next to this exe, else the DLL search path)\n"
+    "  --adapter N             DXGI adapter index (default 0)\n"
+    "  --warp                  use the WARP software adapter instead\n"
+    "  --debug-layer           enable the D3D12 debug layer and DML_CREATE_DEVICE_FLAG_DEBUG\n"
+    "                          (needs DirectML.Debug.dll next to DirectML.dll)\n"
+    "  --disable-metacommands  compile with DML_EXECUTION_FLAG_DISABLE_META_COMMANDS\n"
+    "  --fence-timeout-ms N    GPU wait before the device counts as hung (default 60000)\n"
+    "  --poison BYTE|none      byte written into output buffers before each dispatch (default 0xCD)\n"
+    "  --verbose               log every step to stderr\n";
+
+static bool parse_options(int argc, char** argv, Options& o) {
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        auto value = [&](const char* name) -> const char* {
+            if (i + 1 >= argc) {
+                log_line("%s needs a value", name);
+                return nullptr;
+            }
+            return argv[++i];
+        };
+        if (a == "--dml") {
+            const char* v = value("--dml");
+            if (!v) return false;
+            o.dml_path = v;
+        } else if (a == "--adapter") {
+            const char* v = value("--adapter");
+            if (!v) return false;
+            o.adapter = atoi(v);
+        } else if (a == "--warp") {
+            o.warp = true;
+        } else if (a == "--debug-layer") {
+            o.debug_layer = true;
+        } else if (a == "--disable-metacommands") {
+            o.disable_metacommands = true;
+        } else if (a == "--fence-timeout-ms") {
+            const char* v = value("--fence-timeout-ms");
+            if (!v) return false;
+            o.fence_timeout_ms = DWORD(strtoul(v, nullptr, 10));
+        } else if (a == "--poison") {
+            const char* v = value("--poison");
+            if (!v) return false;
+            o.poison = strcmp(v, "none") == 0 ? -1 : int(strtol(v, nullptr, 0) & 0xFF);
+        } else if (a == "--verbose") {
+            g_verbose = true;
+        } else {
+            log_line("unknown option %s", a.c_str());
+            fputs(kUsage, stderr);
+            return false;
+        }
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The device: D3D12 + DirectML, created once.
+// ---------------------------------------------------------------------------------------------
+struct Device {
+    Options opt;
+    HMODULE dml_module = nullptr;
+    std::string dml_path, dml_version;
+    Com<IDXGIAdapter1> adapter;
+    std::string adapter_name, driver_version;
+    Com<ID3D12Device> d3d;
+    Com<IDMLDevice> dml;
+    Com<ID3D12CommandQueue> queue;
+    Com<ID3D12CommandAllocator> allocator;
+    Com<ID3D12GraphicsCommandList> list;
+    Com<ID3D12Fence> fence;
+    UINT64 fence_value = 0;
+    HANDLE event = nullptr;
+    Com<IDMLCommandRecorder> recorder;
+    Com<ID3D12InfoQueue> info_queue;
+    unsigned feature_level = 0;
+    std::string feature_level_source;
+    bool type_supported[12] = {};
+    DML_EXECUTION_FLAGS exec_flags = DML_EXECUTION_FLAG_NONE;
+    std::vector<std::pair<std::string, std::string>> extra;
+};
+
+static std::string file_version(const wchar_t* path) {
+    DWORD handle = 0, size = GetFileVersionInfoSizeW(path, &handle);
+    if (!size) return std::string();
+    std::vector<unsigned char> block(size);
+    VS_FIXEDFILEINFO* info = nullptr;
+    UINT len = 0;
+    if (!GetFileVersionInfoW(path, 0, size, block.data()) ||
+        !VerQueryValueW(block.data(), L"\\", reinterpret_cast<void**>(&info), &len) || !info || len < sizeof *info)
+        return std::string();
+    return strf("%u.%u.%u.%u", HIWORD(info->dwFileVersionMS), LOWORD(info->dwFileVersionMS),
+                HIWORD(info->dwFileVersionLS), LOWORD(info->dwFileVersionLS));
+}
+
+static std::string exe_dir() {
+    wchar_t path[MAX_PATH * 2];
+    DWORD n = GetModuleFileNameW(nullptr, path, DWORD(sizeof path / sizeof path[0]));
+    if (!n || n >= sizeof path / sizeof path[0]) return std::string();
+    std::wstring w(path, n);
+    size_t slash = w.find_last_of(L"\\/");
+    return slash == std::wstring::npos ? std::string() : utf8(w.substr(0, slash).c_str());
+}
+
+static std::wstring widen(const std::string& s) {
+    int n = MultiByteToWideChar(CP_UTF8, 0, s.c_str(), -1, nullptr, 0);
+    if (n <= 0) return std::wstring();
+    std::wstring w(size_t(n - 1), L'\0');
+    MultiByteToWideChar(CP_UTF8, 0, s.c_str(), -1, &w[0], n);
+    return w;
+}
+
+// Loads DirectML.dll; returns an error message or "".
+static std::string load_directml(Device& dev) {
+    std::vector<std::string> tries;
+    if (!dev.opt.dml_path.empty()) tries.push_back(dev.opt.dml_path);
+    else {
+        std::string dir = exe_dir();
+        if (!dir.empty()) tries.push_back(dir + "\\DirectML.dll");
+        tries.push_back("DirectML.dll");
+    }
+    std::string why;
+    for (const std::string& t : tries) {
+        std::wstring w = widen(t);
+        bool has_dir = t.find_first_of("\\/") != std::string::npos;
+        if (has_dir && GetFileAttributesW(w.c_str()) == INVALID_FILE_ATTRIBUTES) {
+            why += strf("%s%s: not found", why.empty() ? "" : "; ", t.c_str());
+            continue;
+        }
+        HMODULE m = has_dir ? LoadLibraryExW(w.c_str(), nullptr, LOAD_WITH_ALTERED_SEARCH_PATH) : LoadLibraryW(w.c_str());
+        if (!m) {
+            why += strf("%s%s: LoadLibrary error %lu", why.empty() ? "" : "; ", t.c_str(), GetLastError());
+            continue;
+        }
+        dev.dml_module = m;
+        wchar_t path[MAX_PATH * 2];
+        DWORD n = GetModuleFileNameW(m, path, DWORD(sizeof path / sizeof path[0]));
+        if (n && n < sizeof path / sizeof path[0]) {
+            dev.dml_path = utf8(path);
+            dev.dml_version = file_version(path);
+        } else {
+            dev.dml_path = t;
+        }
+        return std::string();
+    }
+    return "cannot load DirectML.dll (" + why + "); pass --dml PATH or put DirectML.dll next to the harness";
+}
+
+static void add_extra(Device& dev, const std::string& key, const std::string& value) {
+    dev.extra.emplace_back(key, value);
+}
+
+// Creates everything; returns an error message or "".
+static std::string init_device(Device& dev) {
+    std::string err = load_directml(dev);
+    if (!err.empty()) return err;
+    auto create1 = reinterpret_cast<PFN_DMLCreateDevice1>(
+        reinterpret_cast<void*>(GetProcAddress(dev.dml_module, "DMLCreateDevice1")));
+    auto create0 = reinterpret_cast<PFN_DMLCreateDevice>(
+        reinterpret_cast<void*>(GetProcAddress(dev.dml_module, "DMLCreateDevice")));
+    if (!create1 && !create0) return dev.dml_path + " exports neither DMLCreateDevice1 nor DMLCreateDevice";
+
+    // Debug layer first: it must be on before the D3D12 device exists.
+    std::string d3d_debug = "off";
+    if (dev.opt.debug_layer) {
+        Com<ID3D12Debug> debug;
+        HRESULT hr = D3D12GetDebugInterface(__uuidof(ID3D12Debug), debug.put());
+        if (SUCCEEDED(hr) && debug) {
+            debug->EnableDebugLayer();
+            d3d_debug = "on";
+        } else {
+            d3d_debug = "unavailable (D3D12GetDebugInterface: " + hr_text(hr) + ")";
+        }
+    }
+
+    Com<IDXGIFactory4> factory;
+    HRESULT hr = CreateDXGIFactory1(__uuidof(IDXGIFactory4), factory.put());
+    if (FAILED(hr)) return "CreateDXGIFactory1(IDXGIFactory4): " + hr_text(hr);
+    if (dev.opt.warp) hr = factory->EnumWarpAdapter(__uuidof(IDXGIAdapter1), dev.adapter.put());
+    else hr = factory->EnumAdapters1(UINT(dev.opt.adapter), dev.adapter.put_typed());
+    if (FAILED(hr))
+        return dev.opt.warp ? "IDXGIFactory4::EnumWarpAdapter: " + hr_text(hr)
+                            : strf("IDXGIFactory1::EnumAdapters1(%d): ", dev.opt.adapter) + hr_text(hr);
+    DXGI_ADAPTER_DESC1 desc;
+    memset(&desc, 0, sizeof desc);
+    hr = dev.adapter->GetDesc1(&desc);
+    if (SUCCEEDED(hr)) {
+        dev.adapter_name = utf8(desc.Description);
+        add_extra(dev, "adapter_source", dev.opt.warp ? "IDXGIFactory4::EnumWarpAdapter + IDXGIAdapter1::GetDesc1"
+                                                      : strf("IDXGIFactory1::EnumAdapters1(%d) + IDXGIAdapter1::GetDesc1",
+                                                             dev.opt.adapter));
+        add_extra(dev, "adapter_vendor_device", strf("%04X:%04X", desc.VendorId, desc.DeviceId));
+        add_extra(dev, "adapter_luid", strf("%08lX:%08lX", (unsigned long)desc.AdapterLuid.HighPart,
+                                            (unsigned long)desc.AdapterLuid.LowPart));
+        add_extra(dev, "adapter_software", (desc.Flags & DXGI_ADAPTER_FLAG_SOFTWARE) ? "yes" : "no");
+        add_extra(dev, "adapter_dedicated_video_memory_mib",
+                  strf("%llu", (unsigned long long)(desc.DedicatedVideoMemory >> 20)));
+    } else {
+        dev.adapter_name = "unknown adapter (IDXGIAdapter1::GetDesc1: " + hr_text(hr) + ")";
+    }
+    LARGE_INTEGER umd;
+    umd.QuadPart = 0;
+    hr = dev.adapter->CheckInterfaceSupport(__uuidof(IDXGIDevice), &umd);
+    if (SUCCEEDED(hr))
+        dev.driver_version = strf("%u.%u.%u.%u", HIWORD(umd.HighPart), LOWORD(umd.HighPart), HIWORD(umd.LowPart),
+                                  LOWORD(umd.LowPart));
+    else
+        dev.driver_version = "unknown (IDXGIAdapter::CheckInterfaceSupport(IDXGIDevice): " + hr_text(hr) + ")";
+
+    hr = D3D12CreateDevice(dev.adapter.get(), D3D_FEATURE_LEVEL_11_0, __uuidof(ID3D12Device), dev.d3d.put());
+    if (FAILED(hr)) return "D3D12CreateDevice(feature level 11_0): " + hr_text(hr);
+
+    // D3D facts for `extra`.
+    D3D_FEATURE_LEVEL levels[] = {D3D_FEATURE_LEVEL_11_0, D3D_FEATURE_LEVEL_11_1, D3D_FEATURE_LEVEL_12_0,
+                                  D3D_FEATURE_LEVEL_12_1};
+    D3D12_FEATURE_DATA_FEATURE_LEVELS fl = {UINT(sizeof levels / sizeof levels[0]), levels, D3D_FEATURE_LEVEL_11_0};
+    hr = dev.d3d->CheckFeatureSupport(D3D12_FEATURE_FEATURE_LEVELS, &fl, sizeof fl);
+    add_extra(dev, "d3d_feature_level",
+              SUCCEEDED(hr) ? strf("%u_%u", (unsigned(fl.MaxSupportedFeatureLevel) >> 12) & 0xF,
+                                   (unsigned(fl.MaxSupportedFeatureLevel) >> 8) & 0xF)
+                            : "unknown (" + hr_text(hr) + ")");
+    static const unsigned shader_models[] = {0x68, 0x67, 0x66, 0x65, 0x64, 0x63, 0x62, 0x61, 0x60, 0x51};
+    for (unsigned sm : shader_models) {  // a runtime that does not know a model rejects the query
+        D3D12_FEATURE_DATA_SHADER_MODEL data = {D3D_SHADER_MODEL(sm)};
+        if (SUCCEEDED(dev.d3d->CheckFeatureSupport(D3D12_FEATURE_SHADER_MODEL, &data, sizeof data))) {
+            add_extra(dev, "d3d_shader_model", strf("%u_%u", (unsigned(data.HighestShaderModel) >> 4) & 0xF,
+                                                    unsigned(data.HighestShaderModel) & 0xF));
+            break;
+        }
+    }
+
+    DML_CREATE_DEVICE_FLAGS flags = dev.opt.debug_layer ? DML_CREATE_DEVICE_FLAG_DEBUG : DML_CREATE_DEVICE_FLAG_NONE;
+    std::string dml_debug = "off";
+    auto create = [&](DML_CREATE_DEVICE_FLAGS f) -> HRESULT {
+        return create1 ? create1(dev.d3d.get(), f, DML_FEATURE_LEVEL_1_0, DMLH_IID(IDMLDevice), dev.dml.put())
+                       : create0(dev.d3d.get(), f, DMLH_IID(IDMLDevice), dev.dml.put());
+    };
+    hr = create(flags);
+    if (FAILED(hr) && flags != DML_CREATE_DEVICE_FLAG_NONE) {
+        dml_debug = "unavailable (DML_CREATE_DEVICE_FLAG_DEBUG: " + hr_text(hr) +
+                    "; DirectML.Debug.dll must sit next to DirectML.dll)";
+        log_line("DirectML debug layer unavailable (%s); continuing without it", hr_text(hr).c_str());
+        hr = create(DML_CREATE_DEVICE_FLAG_NONE);
+    } else if (SUCCEEDED(hr) && flags != DML_CREATE_DEVICE_FLAG_NONE) {
+        dml_debug = "on";
+    }
+    if (FAILED(hr))
+        return std::string(create1 ? "DMLCreateDevice1(minimum 1_0)" : "DMLCreateDevice") + ": " + hr_text(hr);
+    add_extra(dev, "dml_create_device", create1 ? "DMLCreateDevice1 (minimum feature level 1_0)" : "DMLCreateDevice");
+
+    // Feature level: ask DirectML. A DLL older than the header may reject levels it does not know,
+    // so the list is shortened from the top until the query succeeds.
+    static const DML_FEATURE_LEVEL all_levels[] = {
+        DML_FEATURE_LEVEL_1_0, DML_FEATURE_LEVEL_2_0, DML_FEATURE_LEVEL_2_1, DML_FEATURE_LEVEL_3_0,
+        DML_FEATURE_LEVEL_3_1, DML_FEATURE_LEVEL_4_0, DML_FEATURE_LEVEL_4_1, DML_FEATURE_LEVEL_5_0,
+        DML_FEATURE_LEVEL_5_1, DML_FEATURE_LEVEL_5_2, DML_FEATURE_LEVEL_6_0, DML_FEATURE_LEVEL_6_1,
+#if DML_TARGET_VERSION >= 0x6200
+        DML_FEATURE_LEVEL_6_2,
+#endif
+#if DML_TARGET_VERSION >= 0x6300
+        DML_FEATURE_LEVEL_6_3,
+#endif
+#if DML_TARGET_VERSION >= 0x6400
+        DML_FEATURE_LEVEL_6_4,
+#endif
+    };
+    UINT count = UINT(sizeof all_levels / sizeof all_levels[0]);
+    for (; count > 0; count--) {
+        DML_FEATURE_QUERY_FEATURE_LEVELS query = {count, all_levels};
+        DML_FEATURE_DATA_FEATURE_LEVELS data;
+        memset(&data, 0, sizeof data);
+        hr = dev.dml->CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS, sizeof query, &query, sizeof data, &data);
+        if (SUCCEEDED(hr)) {
+            dev.feature_level = unsigned(data.MaxSupportedFeatureLevel);
+            dev.feature_level_source = strf("IDMLDevice::CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS) over "
+                                            "1_0..%s", level_label(unsigned(all_levels[count - 1])).c_str());
+            break;
+        }
+    }
+    if (!dev.feature_level) return "IDMLDevice::CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS): " + hr_text(hr);
+
+    std::string types;
+    for (int t = 1; t <= kTypeCount; t++) {
+        DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT query = {DML_TENSOR_DATA_TYPE(t)};
+        DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT data;
+        memset(&data, 0, sizeof data);
+        hr = dev.dml->CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof query, &query, sizeof data,
+                                          &data);
+        dev.type_supported[t] = SUCCEEDED(hr) && data.IsSupported;
+        if (dev.type_supported[t]) types += std::string(types.empty() ? "" : ", ") + kTypeNames[t];
+        else if (FAILED(hr)) log_line("DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT(%s): %s", kTypeNames[t], hr_text(hr).c_str());
+    }
+    add_extra(dev, "dml_tensor_data_types", types + " (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)");
+
+    D3D12_COMMAND_QUEUE_DESC qd;
+    memset(&qd, 0, sizeof qd);
+    qd.Type = D3D12_COMMAND_LIST_TYPE_DIRECT;
+    if (FAILED(hr = dev.d3d->CreateCommandQueue(&qd, __uuidof(ID3D12CommandQueue), dev.queue.put())))
+        return "ID3D12Device::CreateCommandQueue: " + hr_text(hr);
+    if (FAILED(hr = dev.d3d->CreateCommandAllocator(D3D12_COMMAND_LIST_TYPE_DIRECT, __uuidof(ID3D12CommandAllocator),
+                                                    dev.allocator.put())))
+        return "ID3D12Device::CreateCommandAllocator: " + hr_text(hr);
+    if (FAILED(hr = dev.d3d->CreateCommandList(0, D3D12_COMMAND_LIST_TYPE_DIRECT, dev.allocator.get(), nullptr,
+                                               __uuidof(ID3D12GraphicsCommandList), dev.list.put())))
+        return "ID3D12Device::CreateCommandList: " + hr_text(hr);
+    dev.list->Close();  // recording starts per submission
+    if (FAILED(hr = dev.d3d->CreateFence(0, D3D12_FENCE_FLAG_NONE, __uuidof(ID3D12Fence), dev.fence.put())))
+        return "ID3D12Device::CreateFence: " + hr_text(hr);
+    dev.event = CreateEventW(nullptr, FALSE, FALSE, nullptr);
+    if (!dev.event) return strf("CreateEvent: error %lu", GetLastError());
+    if (FAILED(hr = dev.dml->CreateCommandRecorder(DMLH_IID(IDMLCommandRecorder), dev.recorder.put())))
+        return "IDMLDevice::CreateCommandRecorder: " + hr_text(hr);
+    if (dev.opt.debug_layer && FAILED(dev.d3d->QueryInterface(__uuidof(ID3D12InfoQueue), dev.info_queue.put())))
+        dev.info_queue.reset();
+
+    if (dev.opt.disable_metacommands) dev.exec_flags = DML_EXECUTION_FLAG_DISABLE_META_COMMANDS;
+    add_extra(dev, "dml_execution_flags", dev.opt.disable_metacommands ? "DML_EXECUTION_FLAG_DISABLE_META_COMMANDS"
+                                                                        : "DML_EXECUTION_FLAG_NONE");
+    add_extra(dev, "d3d12_debug_layer", d3d_debug);
+    add_extra(dev, "dml_debug_layer", dml_debug);
+    add_extra(dev, "dml_info_queue", dev.info_queue ? "ID3D12InfoQueue (messages quoted in refusals)" : "none");
+    add_extra(dev, "directml_dll", dev.dml_path);
+    add_extra(dev, "output_poison", dev.opt.poison < 0 ? "none" : strf("0x%02X per byte", dev.opt.poison));
+    add_extra(dev, "fence_timeout_ms", strf("%lu", (unsigned long)dev.opt.fence_timeout_ms));
+    add_extra(dev, "headers", DMLH_HEADERS);
+#if defined(__MINGW32__)
+    add_extra(dev, "compiler", strf("mingw-w64 g++ %d.%d.%d", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__));
+#elif defined(_MSC_VER)
+    add_extra(dev, "compiler", strf("MSVC %d", _MSC_VER));
+#endif
+    typedef const char*(CDECL * WineGetVersion)(void);
+    HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
+    auto wine_version =
+        ntdll ? reinterpret_cast<WineGetVersion>(reinterpret_cast<void*>(GetProcAddress(ntdll, "wine_get_version")))
+              : nullptr;
+    if (wine_version) add_extra(dev, "wine", wine_version());
+    return std::string();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operators: the data types each support table of the seed pages admits, by feature level.
+// ---------------------------------------------------------------------------------------------
+static unsigned type_mask(std::initializer_list<int> types) {
+    unsigned m = 0;
+    for (int t : types) m |= 1u << t;
+    return m;
+}
+
+enum : int { F32 = 1, F16 = 2, U32 = 3, U16 = 4, U8 = 5, I32 = 6, I16 = 7, I8 = 8, F64 = 9, U64 = 10, I64 = 11 };
+
+struct OpInfo {
+    const char* name;
+    DML_OPERATOR_TYPE type;
+    const char* inputs[2];  // tensor fields in struct order
+    int input_count;
+    struct Row { unsigned level; unsigned types; } rows[3];  // highest row at or below the device level wins
+};
+
+static const OpInfo kOps[] = {
+    {"ACTIVATION_RELU_GRAD", DML_OPERATOR_ACTIVATION_RELU_GRAD, {"InputTensor", "InputGradientTensor"}, 2,
+     {{0x3000, type_mask({F32, F16})}, {0x5100, type_mask({F32, F16, I32, I16, I8})}, {0, 0}}},
+    {"ELEMENT_WISE_CLIP_GRAD1", DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1, {"InputTensor", "InputGradientTensor"}, 2,
+     {{0x5000, type_mask({F32, F16, I64, I32, I16, I8, U64, U32, U16, U8})}, {0, 0}, {0, 0}}},
+    {"SLICE_GRAD", DML_OPERATOR_SLICE_GRAD, {"InputGradientTensor", nullptr}, 1,
+     {{0x3000, type_mask({F32, F16, I32, I16, I8, U32, U16, U8})},
+      {0x4100, type_mask({F64, F32, F16, I64, I32, I16, I8, U64, U32, U16, U8})}, {0, 0}}},
+    {"MAX_POOLING_GRAD", DML_OPERATOR_MAX_POOLING_GRAD, {"InputTensor", "InputGradientTensor"}, 2,
+     {{0x3000, type_mask({F32, F16})}, {0, 0}, {0, 0}}},
+    {"RESAMPLE_GRAD1", DML_OPERATOR_RESAMPLE_GRAD1, {"InputGradientTensor", nullptr}, 1,
+     {{0x5100, type_mask({F32, F16})}, {0, 0}, {0, 0}}},
+};
+
+static const OpInfo* find_op(const std::string& name) {
+    std::string n = name.compare(0, 13, "DML_OPERATOR_") == 0 ? name.substr(13) : name;
+    for (const OpInfo& op : kOps)
+        if (n == op.name) return &op;
+    return nullptr;
+}
+
+static unsigned supported_types(const Device& dev, const OpInfo& op) {
+    unsigned table = 0;
+    for (const auto& row : op.rows)
+        if (row.level && row.level <= dev.feature_level) table = row.types;
+    unsigned device = 0;
+    for (int t = 1; t <= kTypeCount; t++)
+        if (dev.type_supported[t]) device |= 1u << t;
+    return table & device;
+}
+
+static std::string hello_reply(const Device& dev) {
+    std::string h = strf("{\"type\":\"hello\",\"protocol\":%d,\"name\":\"dml_harness\",\"version\":\"%s\",",
+                         dmlh::kProtocolVersion, DMLH_VERSION);
+    h += "\"adapter\":" + dmlh::json_string(dev.adapter_name);
+    h += ",\"driver_version\":" + dmlh::json_string(dev.driver_version);
+    h += ",\"api\":" + dmlh::json_string("DirectML " + (dev.dml_version.empty() ? std::string("(version unknown)")
+                                                                                 : dev.dml_version));
+    h += ",\"feature_level\":" + dmlh::json_string(level_label(dev.feature_level));
+    h += ",\"feature_level_source\":" + dmlh::json_string(dev.feature_level_source);
+    h += ",\"operators\":{";
+    bool first_op = true;
+    for (const OpInfo& op : kOps) {
+        unsigned types = supported_types(dev, op);
+        if (!types) continue;  // introduced above the device's level: omitted, so valid cases are NOT_SUPPORTED
+        h += std::string(first_op ? "" : ",") + "\"" + op.name + "\":[";
+        bool first = true;
+        for (int t = 1; t <= kTypeCount; t++)
+            if (types & (1u << t)) {
+                h += std::string(first ? "" : ",") + "\"" + kTypeNames[t] + "\"";
+                first = false;
+            }
+        h += "]";
+        first_op = false;
+    }
+    h += "},\"extra\":{";
+    for (size_t i = 0; i < dev.extra.size(); i++)
+        h += (i ? "," : "") + dmlh::json_string(dev.extra[i].first) + ":" + dmlh::json_string(dev.extra[i].second);
+    h += "}}";
+    return h;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replies.
+// ---------------------------------------------------------------------------------------------
+static FILE* g_frames = nullptr;  // the real stdout
+static std::string g_case_id;  // the request being served
+
+struct Reply {
+    std::string status;  // ok, refused, unsupported, error, device_removed
+    std::string message;
+    std::string hresult;  // device_removed only
+    std::vector<uint8_t> data;
+
+    static Reply make(const char* status, std::string message) {
+        Reply r;
+        r.status = status;
+        r.message = std::move(message);
+        return r;
+    }
+};
+
+struct Tensor {
+    std::string name;
+    int dtype = 0;
+    std::vector<UINT> sizes;
+    const uint8_t* data = nullptr;  // inputs
+    uint64_t nbytes = 0;            // product(Sizes) x element size (saturated)
+    DML_BUFFER_TENSOR_DESC buffer;
+    DML_TENSOR_DESC desc;
+};
+
+static void send_frame(const std::string& header, const void* payload, uint64_t len) {
+    if (!dmlh::write_frame(g_frames, header, payload, len)) {
+        log_line("cannot write to stdout: the runner went away");
+        exit(0);
+    }
+}
+
+static void send_reply(const std::string& id, const Reply& r, const Tensor* out) {
+    std::string h = "{\"type\":\"result\",\"id\":" + dmlh::json_string(id) + ",\"status\":" +
+                    dmlh::json_string(r.status);
+    if (r.status == "ok" && out) {
+        h += strf(",\"outputs\":[{\"name\":%s,\"DataType\":%d,\"Sizes\":[", dmlh::json_string(out->name).c_str(),
+                  out->dtype);
+        for (size_t i = 0; i < out->sizes.size(); i++) h += strf("%s%u", i ? "," : "", out->sizes[i]);
+        h += strf("],\"offset\":0,\"nbytes\":%llu}]}", (unsigned long long)r.data.size());
+        send_frame(h, r.data.data(), r.data.size());
+        return;
+    }
+    h += ",\"message\":" + dmlh::json_string(r.message);
+    if (!r.hresult.empty()) h += ",\"hresult\":" + dmlh::json_string(r.hresult);
+    h += "}";
+    send_frame(h, nullptr, 0);
+}
+
+// Text the debug layer left in the D3D12 info queue (DirectML's debug layer reports there too).
+static std::string info_queue_text(Device& dev, size_t limit = 1500) {
+    if (!dev.info_queue) return std::string();
+    std::string text;
+    UINT64 n = dev.info_queue->GetNumStoredMessages();
+    for (UINT64 i = 0; i < n && text.size() < limit; i++) {
+        SIZE_T len = 0;
+        if (FAILED(dev.info_queue->GetMessage(i, nullptr, &len)) || !len) continue;
+        std::vector<unsigned char> buf(len);
+        auto* msg = reinterpret_cast<D3D12_MESSAGE*>(buf.data());
+        if (SUCCEEDED(dev.info_queue->GetMessage(i, msg, &len)) && msg->pDescription)
+            text += std::string(text.empty() ? "" : " | ") + msg->pDescription;
+    }
+    dev.info_queue->ClearStoredMessages();
+    if (text.size() > limit) text = text.substr(0, limit) + "...";
+    return text;
+}
+
+// A lost device: reply, flush and leave at once (the protocol's device_removed). Nothing is released
+// first: resources the GPU may still be using would be freed under it, and on vkd3d/lavapipe that
+// teardown crashes (SIGSEGV) before the reply would have gone out.
+[[noreturn]] static void device_lost_exit(const Reply& r) {
+    send_reply(g_case_id, r, nullptr);
+    fflush(g_frames);
+    log_line("%s: device removed (%s); exiting so that the runner starts a fresh harness", g_case_id.c_str(),
+             r.message.c_str());
+    fflush(stderr);
+    TerminateProcess(GetCurrentProcess(), 3);
+    _exit(3);
+}
+
+// A failed HRESULT outside CreateOperator/CompileOperator: device loss or an error naming the call.
+static Reply failure(Device& dev, HRESULT hr, const std::string& call) {
+    HRESULT reason = dev.d3d->GetDeviceRemovedReason();
+    if (is_device_loss(hr) || FAILED(reason)) {
+        HRESULT code = FAILED(reason) ? reason : hr;
+        Reply r = Reply::make("device_removed", call + " returned " + hr_text(hr) +
+                                                    "; ID3D12Device::GetDeviceRemovedReason: " + hr_text(reason));
+        r.hresult = strf("0x%08lX", (unsigned long)code);
+        device_lost_exit(r);
+    }
+    std::string dbg = info_queue_text(dev);
+    return Reply::make("error", call + ": " + hr_text(hr) + (dbg.empty() ? "" : "; debug layer: " + dbg));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request decoding.
+// ---------------------------------------------------------------------------------------------
+static const size_t kMaxWireDims = 32;  // longer arrays are refused, not misread
+
+// Reads a tensor entry into t; on a problem fills `bad` (status + message) and returns false.
+static bool read_tensor(const JValue& entry, const std::vector<uint8_t>& payload, bool with_data, Tensor& t,
+                        Reply& bad) {
+    const JValue* name = entry.get("name");
+    const JValue* type = entry.get("DataType");
+    const JValue* sizes = entry.get("Sizes");
+    if (!name || !name->c_str()) {
+        bad = Reply::make("error", "tensor entry without a string 'name'");
+        return false;
+    }
+    t.name = name->str;
+    if (!type || !type->is_int || type->inum < 1 || type->inum > kTypeCount) {
+        bad = Reply::make("error", t.name + ": DataType must be a DML_TENSOR_DATA_TYPE value 1..11");
+        return false;
+    }
+    t.dtype = int(type->inum);
+    if (!sizes || sizes->type != JValue::Array || sizes->items.size() > kMaxWireDims) {
+        bad = Reply::make("error", t.name + ": Sizes must be an array of at most 32 integers");
+        return false;
+    }
+    uint64_t count = 1;
+    bool saturated = false;
+    for (const JValue& s : sizes->items) {
+        if (!s.is_int || s.inum < 0) {
+            bad = Reply::make("error", t.name + ": Sizes must hold non-negative integers");
+            return false;
+        }
+        if (s.inum > 0xFFFFFFFFLL) {
+            bad = Reply::make("refused", strf("harness validation: %s.Sizes holds %lld, which does not fit the UINT of "
+                                              "DML_BUFFER_TENSOR_DESC::Sizes; not passed to DirectML",
+                                              t.name.c_str(), s.inum));
+            return false;
+        }
+        t.sizes.push_back(UINT(s.inum));
+        uint64_t v = uint64_t(s.inum);
+        if (v && count > UINT64_MAX / v) saturated = true;
+        else count *= v;
+    }
+    uint64_t es = kTypeBytes[t.dtype];
+    t.nbytes = (saturated || count > UINT64_MAX / es) ? UINT64_MAX : count * es;
+    if (with_data) {
+        const JValue* off = entry.get("offset");
+        const JValue* nb = entry.get("nbytes");
+        if (!off || !nb || !off->is_int || !nb->is_int || off->inum < 0 || nb->inum < 0) {
+            bad = Reply::make("error", t.name + ": offset and nbytes must be non-negative integers");
+            return false;
+        }
+        if (uint64_t(nb->inum) != t.nbytes) {
+            bad = Reply::make("error", strf("%s: nbytes %lld disagrees with DataType x Sizes (%llu)", t.name.c_str(),
+                                            nb->inum, (unsigned long long)t.nbytes));
+            return false;
+        }
+        if (uint64_t(off->inum) > payload.size() || t.nbytes > payload.size() - uint64_t(off->inum)) {
+            bad = Reply::make("error", t.name + ": tensor bytes lie outside the payload");
+            return false;
+        }
+        t.data = payload.data() + off->inum;
+    }
+    // DML_BUFFER_TENSOR_DESC, packed (Strides NULL); TotalTensorSizeInBytes as DMLCalcBufferTensorSize
+    // computes it for packed strides: element count x element size, rounded up to a multiple of 4.
+    memset(&t.buffer, 0, sizeof t.buffer);
+    t.buffer.DataType = DML_TENSOR_DATA_TYPE(t.dtype);
+    t.buffer.Flags = DML_TENSOR_FLAG_NONE;
+    t.buffer.DimensionCount = UINT(t.sizes.size());
+    t.buffer.Sizes = t.sizes.empty() ? nullptr : t.sizes.data();
+    t.buffer.Strides = nullptr;
+    t.buffer.TotalTensorSizeInBytes = t.nbytes > UINT64_MAX - 3 ? UINT64_MAX : (t.nbytes + 3) & ~uint64_t(3);
+    t.buffer.GuaranteedBaseOffsetAlignment = 0;
+    t.desc.Type = DML_TENSOR_TYPE_BUFFER;
+    t.desc.Desc = &t.buffer;
+    return true;
+}
+
+// Parameter decoding. Each returns false with `bad` filled: "error" for a malformed request,
+// "refused" for a value DirectML's field cannot hold or an array whose length disagrees with
+// DimensionCount (DirectML would read past the array).
+struct Params {
+    const JValue* obj;
+    Reply bad;
+
+    const JValue* field(const char* name) {
+        const JValue* v = obj ? obj->get(name) : nullptr;
+        if (!v) bad = Reply::make("error", strf("request lacks params.%s", name));
+        return v;
+    }
+
+    bool uint_value(const char* name, UINT& out) {
+        const JValue* v = field(name);
+        if (!v) return false;
+        if (!v->is_int) {
+            bad = Reply::make("error", strf("params.%s must be an integer", name));
+            return false;
+        }
+        if (v->inum < 0 || v->inum > 0xFFFFFFFFLL) {
+            bad = Reply::make("refused", strf("harness validation: params.%s = %lld does not fit its UINT field; "
+                                              "not passed to DirectML", name, v->inum));
+            return false;
+        }
+        out = UINT(v->inum);
+        return true;
+    }
+
+    const JValue* array(const char* name, UINT count) {
+        const JValue* v = field(name);
+        if (!v) return nullptr;
+        if (v->type != JValue::Array) {
+            bad = Reply::make("error", strf("params.%s must be an array", name));
+            return nullptr;
+        }
+        if (v->items.size() != count) {
+            bad = Reply::make("refused", strf("harness validation: DimensionCount is %u but params.%s has %u "
+                                              "element(s); DirectML reads DimensionCount elements, so the description "
+                                              "is not passed to it", count, name, unsigned(v->items.size())));
+            return nullptr;
+        }
+        return v;
+    }
+
+    bool uints(const char* name, UINT count, std::vector<UINT>& out) {
+        const JValue* v = array(name, count);
+        if (!v) return false;
+        out.clear();
+        for (const JValue& e : v->items) {
+            if (!e.is_int) {
+                bad = Reply::make("error", strf("params.%s must hold integers", name));
+                return false;
+            }
+            if (e.inum < 0 || e.inum > 0xFFFFFFFFLL) {
+                bad = Reply::make("refused", strf("harness validation: params.%s holds %lld, which does not fit "
+                                                  "its UINT elements; not passed to DirectML", name, e.inum));
+                return false;
+            }
+            out.push_back(UINT(e.inum));
+        }
+        out.push_back(0);  // never read by DirectML; keeps data() valid when count is 0
+        return true;
+    }
+
+    bool ints(const char* name, UINT count, std::vector<INT>& out) {
+        const JValue* v = array(name, count);
+        if (!v) return false;
+        out.clear();
+        for (const JValue& e : v->items) {
+            if (!e.is_int) {
+                bad = Reply::make("error", strf("params.%s must hold integers", name));
+                return false;
+            }
+            if (e.inum < INT32_MIN || e.inum > INT32_MAX) {
+                bad = Reply::make("refused", strf("harness validation: params.%s holds %lld, which does not fit "
+                                                  "its INT elements; not passed to DirectML", name, e.inum));
+                return false;
+            }
+            out.push_back(INT(e.inum));
+        }
+        out.push_back(0);
+        return true;
+    }
+
+    bool floats(const char* name, UINT count, std::vector<FLOAT>& out) {
+        const JValue* v = array(name, count);
+        if (!v) return false;
+        out.clear();
+        for (const JValue& e : v->items) {
+            double d;
+            if (e.type == JValue::Number) {
+                d = e.num;
+            } else if (e.type == JValue::String) {
+                char* end = nullptr;
+                d = strtod(e.str.c_str(), &end);
+                if (end == e.str.c_str() || *end) {
+                    bad = Reply::make("error", strf("params.%s: %s is not a number", name, e.str.c_str()));
+                    return false;
+                }
+            } else {
+                bad = Reply::make("error", strf("params.%s must hold numbers", name));
+                return false;
+            }
+            out.push_back(FLOAT(d));  // float32 values arrive exactly, so this conversion is exact
+        }
+        out.push_back(0);
+        return true;
+    }
+
+    bool scalar(const char* name, DML_SCALAR_UNION& out) {
+        const JValue* v = field(name);
+        if (!v) return false;
+        char* end = nullptr;
+        unsigned long long bits = v->c_str() ? strtoull(v->str.c_str(), &end, 16) : 0;
+        if (!v->c_str() || end == v->str.c_str() || *end) {
+            bad = Reply::make("error", strf("params.%s must be a hex string of the union's 8 bytes", name));
+            return false;
+        }
+        uint64_t b = bits;
+        static_assert(sizeof b == sizeof out, "union size");
+        memcpy(&out, &b, sizeof out);  // little-endian: the value sits in the member of MinMaxDataType
+        return true;
+    }
+};
+
+// The operator description with the storage it points into.
+struct OpDesc {
+    std::vector<UINT> u[5];
+    std::vector<INT> strides;
+    std::vector<FLOAT> f[3];
+    DML_ACTIVATION_RELU_GRAD_OPERATOR_DESC relu;
+    DML_ELEMENT_WISE_CLIP_GRAD1_OPERATOR_DESC clip;
+    DML_SLICE_GRAD_OPERATOR_DESC slice;
+    DML_MAX_POOLING_GRAD_OPERATOR_DESC pool;
+    DML_RESAMPLE_GRAD1_OPERATOR_DESC resample;
+    DML_OPERATOR_DESC op;
+};
+
+static bool build_desc(const OpInfo& info, Params& p, Tensor* const* in, Tensor& out, OpDesc& d) {
+    memset(&d.relu, 0, sizeof d.relu);
+    memset(&d.clip, 0, sizeof d.clip);
+    memset(&d.slice, 0, sizeof d.slice);
+    memset(&d.pool, 0, sizeof d.pool);
+    memset(&d.resample, 0, sizeof d.resample);
+    d.op.Type = info.type;
+    UINT n = 0;
+    switch (info.type) {
+    case DML_OPERATOR_ACTIVATION_RELU_GRAD:
+        d.relu = {&in[0]->desc, &in[1]->desc, &out.desc};
+        d.op.Desc = &d.relu;
+        return true;
+    case DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1: {
+        UINT mmt = 0;
+        if (!p.uint_value("MinMaxDataType", mmt) || !p.scalar("Min", d.clip.Min) || !p.scalar("Max", d.clip.Max))
+            return false;
+        d.clip.InputTensor = &in[0]->desc;
+        d.clip.InputGradientTensor = &in[1]->desc;
+        d.clip.OutputGradientTensor = &out.desc;
+        d.clip.MinMaxDataType = DML_TENSOR_DATA_TYPE(mmt);
+        d.op.Desc = &d.clip;
+        return true;
+    }
+    case DML_OPERATOR_SLICE_GRAD:
+        if (!p.uint_value("DimensionCount", n) || !p.uints("InputWindowOffsets", n, d.u[0]) ||
+            !p.uints("InputWindowSizes", n, d.u[1]) || !p.ints("InputWindowStrides", n, d.strides))
+            return false;
+        d.slice = {&in[0]->desc, &out.desc, n, d.u[0].data(), d.u[1].data(), d.strides.data()};
+        d.op.Desc = &d.slice;
+        return true;
+    case DML_OPERATOR_MAX_POOLING_GRAD:
+        if (!p.uint_value("DimensionCount", n) || !p.uints("Strides", n, d.u[0]) || !p.uints("WindowSize", n, d.u[1]) ||
+            !p.uints("StartPadding", n, d.u[2]) || !p.uints("EndPadding", n, d.u[3]) ||
+            !p.uints("Dilations", n, d.u[4]))
+            return false;
+        d.pool = {&in[0]->desc, &in[1]->desc, &out.desc, n, d.u[0].data(), d.u[1].data(),
+                  d.u[2].data(), d.u[3].data(), d.u[4].data()};
+        d.op.Desc = &d.pool;
+        return true;
+    case DML_OPERATOR_RESAMPLE_GRAD1: {
+        UINT mode = 0, rounding = 0;
+        if (!p.uint_value("InterpolationMode", mode) || !p.uint_value("RoundingDirection", rounding) ||
+            !p.uint_value("DimensionCount", n) || !p.floats("Scales", n, d.f[0]) ||
+            !p.floats("InputPixelOffsets", n, d.f[1]) || !p.floats("OutputPixelOffsets", n, d.f[2]))
+            return false;
+        d.resample = {&in[0]->desc, &out.desc, DML_INTERPOLATION_MODE(mode), DML_AXIS_DIRECTION(rounding), n,
+                      d.f[0].data(), d.f[1].data(), d.f[2].data()};
+        d.op.Desc = &d.resample;
+        return true;
+    }
+    default:
+        p.bad = Reply::make("unsupported", strf("operator type %d is not implemented", int(info.type)));
+        return false;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execution.
+// ---------------------------------------------------------------------------------------------
+static UINT64 align_up(UINT64 v, UINT64 a) { return (v + a - 1) / a * a; }
+
+static HRESULT make_buffer(Device& dev, D3D12_HEAP_TYPE heap, UINT64 size, D3D12_RESOURCE_STATES state,
+                           D3D12_RESOURCE_FLAGS flags, Com<ID3D12Resource>& out) {
+    D3D12_HEAP_PROPERTIES hp;
+    memset(&hp, 0, sizeof hp);
+    hp.Type = heap;
+    D3D12_RESOURCE_DESC rd;
+    memset(&rd, 0, sizeof rd);
+    rd.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
+    rd.Width = align_up(size ? size : 1, 256);
+    rd.Height = 1;
+    rd.DepthOrArraySize = 1;
+    rd.MipLevels = 1;
+    rd.Format = DXGI_FORMAT_UNKNOWN;
+    rd.SampleDesc.Count = 1;
+    rd.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
+    rd.Flags = flags;
+    return dev.d3d->CreateCommittedResource(&hp, D3D12_HEAP_FLAG_NONE, &rd, state, nullptr, __uuidof(ID3D12Resource),
+                                            out.put());
+}
+
+static void transition(ID3D12GraphicsCommandList* list, ID3D12Resource* r, D3D12_RESOURCE_STATES before,
+                       D3D12_RESOURCE_STATES after) {
+    D3D12_RESOURCE_BARRIER b;
+    memset(&b, 0, sizeof b);
+    b.Type = D3D12_RESOURCE_BARRIER_TYPE_TRANSITION;
+    b.Transition.pResource = r;
+    b.Transition.Subresource = D3D12_RESOURCE_BARRIER_ALL_SUBRESOURCES;
+    b.Transition.StateBefore = before;
+    b.Transition.StateAfter = after;
+    list->ResourceBarrier(1, &b);
+}
+
+static void uav_barrier(ID3D12GraphicsCommandList* list) {
+    D3D12_RESOURCE_BARRIER b;
+    memset(&b, 0, sizeof b);
+    b.Type = D3D12_RESOURCE_BARRIER_TYPE_UAV;
+    b.UAV.pResource = nullptr;  // every UAV access
+    list->ResourceBarrier(1, &b);
+}
+
+static bool begin_list(Device& dev, Reply& r, const char* what) {
+    HRESULT hr = dev.allocator->Reset();
+    if (FAILED(hr)) {
+        r = failure(dev, hr, std::string("ID3D12CommandAllocator::Reset (") + what + ")");
+        return false;
+    }
+    hr = dev.list->Reset(dev.allocator.get(), nullptr);
+    if (FAILED(hr)) {
+        r = failure(dev, hr, std::string("ID3D12GraphicsCommandList::Reset (") + what + ")");
+        return false;
+    }
+    return true;
+}
+
+// Closes, executes and waits for the command list; false with `r` filled on failure.
+static bool submit(Device& dev, Reply& r, const char* what) {
+    HRESULT hr = dev.list->Close();
+    if (FAILED(hr)) {
+        r = failure(dev, hr, std::string("ID3D12GraphicsCommandList::Close (") + what + ")");
+        return false;
+    }
+    ID3D12CommandList* lists[] = {dev.list.get()};
+    dev.queue->ExecuteCommandLists(1, lists);
+    UINT64 value = ++dev.fence_value;
+    hr = dev.queue->Signal(dev.fence.get(), value);
+    if (FAILED(hr)) {
+        r = failure(dev, hr, std::string("ID3D12CommandQueue::Signal (") + what + ")");
+        return false;
+    }
+    if (dev.fence->GetCompletedValue() < value) {
+        hr = dev.fence->SetEventOnCompletion(value, dev.event);
+        if (FAILED(hr)) {
+            r = failure(dev, hr, std::string("ID3D12Fence::SetEventOnCompletion (") + what + ")");
+            return false;
+        }
+        DWORD wait = WaitForSingleObject(dev.event, dev.opt.fence_timeout_ms);
+        if (wait != WAIT_OBJECT_0 && dev.fence->GetCompletedValue() < value) {
+            HRESULT reason = dev.d3d->GetDeviceRemovedReason();
+            r = Reply::make("device_removed",
+                            strf("the fence for the %s did not signal within %lu ms (WaitForSingleObject: %lu); "
+                                 "ID3D12Device::GetDeviceRemovedReason: %s", what,
+                                 (unsigned long)dev.opt.fence_timeout_ms, (unsigned long)wait, hr_text(reason).c_str()));
+            r.hresult = strf("0x%08lX", (unsigned long)(FAILED(reason) ? reason : HRESULT(0x887A0006L)));
+            device_lost_exit(r);
+        }
+    }
+    HRESULT reason = dev.d3d->GetDeviceRemovedReason();
+    if (FAILED(reason)) {
+        r = failure(dev, reason, std::string("the ") + what);
+        return false;
+    }
+    return true;
+}
+
+#define TRY(call, what)                              \
+    do {                                             \
+        HRESULT hr_ = (call);                        \
+        if (FAILED(hr_)) return failure(dev, hr_, what); \
+    } while (0)
+
+// Creates, compiles, initializes and dispatches the operator; reads the output back.
+static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* in, Tensor& out) {
+    if (dev.info_queue) dev.info_queue->ClearStoredMessages();
+    Com<IDMLOperator> op;
+    HRESULT hr = dev.dml->CreateOperator(&d.op, DMLH_IID(IDMLOperator), op.put());
+    if (FAILED(hr)) {
+        if (is_device_loss(hr)) return failure(dev, hr, "IDMLDevice::CreateOperator");
+        if ((unsigned long)hr == 0x8007000EUL) return failure(dev, hr, "IDMLDevice::CreateOperator");
+        std::string dbg = info_queue_text(dev);
+        return Reply::make("refused", "IDMLDevice::CreateOperator: " + hr_text(hr) +
+                                          (dbg.empty() ? "" : "; debug layer: " + dbg));
+    }
+    Com<IDMLCompiledOperator> compiled;
+    hr = dev.dml->CompileOperator(op.get(), dev.exec_flags, DMLH_IID(IDMLCompiledOperator), compiled.put());
+    if (FAILED(hr)) {
+        if ((unsigned long)hr == 0x80070057UL) {
+            std::string dbg = info_queue_text(dev);
+            return Reply::make("refused", "IDMLDevice::CompileOperator: " + hr_text(hr) +
+                                              (dbg.empty() ? "" : "; debug layer: " + dbg));
+        }
+        return failure(dev, hr, "IDMLDevice::CompileOperator");
+    }
+    Com<IDMLOperatorInitializer> init;
+    IDMLCompiledOperator* ops[] = {compiled.get()};
+    TRY(dev.dml->CreateOperatorInitializer(1, ops, DMLH_IID(IDMLOperatorInitializer), init.put()),
+        "IDMLDevice::CreateOperatorInitializer");
+    DML_BINDING_PROPERTIES ip = binding_properties(init.get()), ep = binding_properties(compiled.get());
+    if (g_verbose)
+        log_line("%s: binding properties: initializer %u descriptors, temporary %llu; execution %u descriptors, "
+             "temporary %llu, persistent %llu", info.name, ip.RequiredDescriptorCount,
+             (unsigned long long)ip.TemporaryResourceSize, ep.RequiredDescriptorCount,
+             (unsigned long long)ep.TemporaryResourceSize, (unsigned long long)ep.PersistentResourceSize);
+
+    // Resources: every one is created before anything is recorded.
+    UINT descriptors = ip.RequiredDescriptorCount > ep.RequiredDescriptorCount ? ip.RequiredDescriptorCount
+                                                                               : ep.RequiredDescriptorCount;
+    D3D12_DESCRIPTOR_HEAP_DESC hd;
+    memset(&hd, 0, sizeof hd);
+    hd.Type = D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV;
+    hd.NumDescriptors = descriptors ? descriptors : 1;
+    hd.Flags = D3D12_DESCRIPTOR_HEAP_FLAG_SHADER_VISIBLE;
+    Com<ID3D12DescriptorHeap> heap;
+    TRY(dev.d3d->CreateDescriptorHeap(&hd, __uuidof(ID3D12DescriptorHeap), heap.put()),
+        "ID3D12Device::CreateDescriptorHeap");
+    const D3D12_RESOURCE_FLAGS uav = D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS;
+    UINT64 temp_size = ip.TemporaryResourceSize > ep.TemporaryResourceSize ? ip.TemporaryResourceSize
+                                                                           : ep.TemporaryResourceSize;
+    Com<ID3D12Resource> temp, persistent;
+    if (temp_size)
+        TRY(make_buffer(dev, D3D12_HEAP_TYPE_DEFAULT, temp_size, D3D12_RESOURCE_STATE_UNORDERED_ACCESS, uav, temp),
+            "ID3D12Device::CreateCommittedResource (temporary resource)");
+    if (ep.PersistentResourceSize)
+        TRY(make_buffer(dev, D3D12_HEAP_TYPE_DEFAULT, ep.PersistentResourceSize, D3D12_RESOURCE_STATE_UNORDERED_ACCESS,
+                        uav, persistent),
+            "ID3D12Device::CreateCommittedResource (persistent resource)");
+
+    const int n_in = info.input_count;
+    Com<ID3D12Resource> in_buf[2], out_buf, upload, readback;
+    UINT64 upload_offset[3] = {0, 0, 0}, upload_size = 0;
+    for (int i = 0; i < n_in; i++) {
+        upload_offset[i] = upload_size;
+        upload_size = align_up(upload_size + in[i]->buffer.TotalTensorSizeInBytes, 256);
+        TRY(make_buffer(dev, D3D12_HEAP_TYPE_DEFAULT, in[i]->buffer.TotalTensorSizeInBytes,
+                        D3D12_RESOURCE_STATE_COPY_DEST, uav, in_buf[i]),
+            "ID3D12Device::CreateCommittedResource (" + in[i]->name + ")");
+    }
+    const UINT64 out_size = out.buffer.TotalTensorSizeInBytes;
+    upload_offset[2] = upload_size;
+    if (dev.opt.poison >= 0) upload_size += out_size;
+    TRY(make_buffer(dev, D3D12_HEAP_TYPE_DEFAULT, out_size, D3D12_RESOURCE_STATE_COPY_DEST, uav, out_buf),
+        "ID3D12Device::CreateCommittedResource (" + out.name + ")");
+    TRY(make_buffer(dev, D3D12_HEAP_TYPE_UPLOAD, upload_size, D3D12_RESOURCE_STATE_GENERIC_READ,
+                    D3D12_RESOURCE_FLAG_NONE, upload),
+        "ID3D12Device::CreateCommittedResource (upload buffer)");
+    TRY(make_buffer(dev, D3D12_HEAP_TYPE_READBACK, out_size, D3D12_RESOURCE_STATE_COPY_DEST,
+                    D3D12_RESOURCE_FLAG_NONE, readback),
+        "ID3D12Device::CreateCommittedResource (readback buffer)");
+    {
+        void* p = nullptr;
+        D3D12_RANGE none = {0, 0};
+        TRY(upload->Map(0, &none, &p), "ID3D12Resource::Map (upload buffer)");
+        auto* bytes = static_cast<unsigned char*>(p);
+        for (int i = 0; i < n_in; i++) {
+            memset(bytes + upload_offset[i], 0, size_t(in[i]->buffer.TotalTensorSizeInBytes));
+            if (in[i]->nbytes) memcpy(bytes + upload_offset[i], in[i]->data, size_t(in[i]->nbytes));
+        }
+        if (dev.opt.poison >= 0) memset(bytes + upload_offset[2], dev.opt.poison, size_t(out_size));
+        D3D12_RANGE all = {0, SIZE_T(upload_size)};
+        upload->Unmap(0, &all);
+    }
+
+    // Binding table: first for the initializer, then reset for the compiled operator.
+    DML_BINDING_TABLE_DESC btd;
+    btd.Dispatchable = init.get();
+    btd.CPUDescriptorHandle = heap_cpu_start(heap.get());
+    btd.GPUDescriptorHandle = heap_gpu_start(heap.get());
+    btd.SizeInDescriptors = descriptors;
+    Com<IDMLBindingTable> table;
+    TRY(dev.dml->CreateBindingTable(&btd, DMLH_IID(IDMLBindingTable), table.put()), "IDMLDevice::CreateBindingTable");
+    DML_BUFFER_BINDING temp_binding = {temp.get(), 0, temp_size};
+    DML_BUFFER_BINDING persistent_binding = {persistent.get(), 0, ep.PersistentResourceSize};
+    DML_BINDING_DESC temp_desc = {DML_BINDING_TYPE_BUFFER, &temp_binding};
+    DML_BINDING_DESC persistent_desc = {DML_BINDING_TYPE_BUFFER, &persistent_binding};
+    if (ip.TemporaryResourceSize) {
+        temp_binding.SizeInBytes = ip.TemporaryResourceSize;
+        table->BindTemporaryResource(&temp_desc);
+    }
+    if (ep.PersistentResourceSize) table->BindOutputs(1, &persistent_desc);  // the initializer fills it
+
+    Reply r;
+    ID3D12DescriptorHeap* heaps[] = {heap.get()};
+    if (!begin_list(dev, r, "operator initializer")) return r;
+    dev.list->SetDescriptorHeaps(1, heaps);
+    dev.recorder->RecordDispatch(dev.list.get(), init.get(), table.get());
+    if (!submit(dev, r, "operator initializer dispatch")) return r;
+
+    btd.Dispatchable = compiled.get();
+    TRY(table->Reset(&btd), "IDMLBindingTable::Reset (compiled operator)");
+    DML_BUFFER_BINDING in_binding[2];
+    DML_BINDING_DESC in_desc[2];
+    for (int i = 0; i < n_in; i++) {
+        in_binding[i] = {in_buf[i].get(), 0, in[i]->buffer.TotalTensorSizeInBytes};
+        in_desc[i] = {DML_BINDING_TYPE_BUFFER, &in_binding[i]};
+    }
+    DML_BUFFER_BINDING out_binding = {out_buf.get(), 0, out_size};
+    DML_BINDING_DESC out_desc = {DML_BINDING_TYPE_BUFFER, &out_binding};
+    table->BindInputs(UINT(n_in), in_desc);
+    table->BindOutputs(1, &out_desc);
+    if (ep.TemporaryResourceSize) {
+        temp_binding.SizeInBytes = ep.TemporaryResourceSize;
+        table->BindTemporaryResource(&temp_desc);
+    }
+    if (ep.PersistentResourceSize) table->BindPersistentResource(&persistent_desc);
+
+    if (!begin_list(dev, r, "operator dispatch")) return r;
+    for (int i = 0; i < n_in; i++) {
+        if (in[i]->buffer.TotalTensorSizeInBytes)
+            dev.list->CopyBufferRegion(in_buf[i].get(), 0, upload.get(), upload_offset[i],
+                                       in[i]->buffer.TotalTensorSizeInBytes);
+        transition(dev.list.get(), in_buf[i].get(), D3D12_RESOURCE_STATE_COPY_DEST,
+                   D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    }
+    if (dev.opt.poison >= 0 && out_size)
+        dev.list->CopyBufferRegion(out_buf.get(), 0, upload.get(), upload_offset[2], out_size);
+    transition(dev.list.get(), out_buf.get(), D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    dev.list->SetDescriptorHeaps(1, heaps);
+    dev.recorder->RecordDispatch(dev.list.get(), compiled.get(), table.get());
+    uav_barrier(dev.list.get());
+    transition(dev.list.get(), out_buf.get(), D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
+    if (out_size) dev.list->CopyBufferRegion(readback.get(), 0, out_buf.get(), 0, out_size);
+    if (!submit(dev, r, "operator dispatch")) return r;
+
+    Reply ok = Reply::make("ok", "");
+    ok.data.resize(size_t(out.nbytes));
+    if (out.nbytes) {
+        void* p = nullptr;
+        D3D12_RANGE range = {0, SIZE_T(out_size)};
+        TRY(readback->Map(0, &range, &p), "ID3D12Resource::Map (readback buffer)");
+        memcpy(ok.data.data(), p, size_t(out.nbytes));
+        D3D12_RANGE none = {0, 0};
+        readback->Unmap(0, &none);
+    }
+    if (g_verbose) {
+        std::string dbg = info_queue_text(dev);
+        if (!dbg.empty()) log_line("debug layer: %s", dbg.c_str());
+    }
+    return ok;
+}
+
+static void handle_run(Device& dev, const dmlh::Frame& frame, const std::string& id) {
+    const JValue& h = frame.header;
+    const JValue* op_name = h.get("op");
+    if (!op_name || !op_name->c_str()) {
+        send_reply(id, Reply::make("error", "run request without a string 'op'"), nullptr);
+        return;
+    }
+    const OpInfo* info = find_op(op_name->str);
+    if (!info) {
+        send_reply(id, Reply::make("unsupported", "this harness does not implement " + op_name->str), nullptr);
+        return;
+    }
+    const JValue* inputs = h.get("inputs");
+    const JValue* outputs = h.get("outputs");
+    if (!inputs || inputs->type != JValue::Array || !outputs || outputs->type != JValue::Array) {
+        send_reply(id, Reply::make("error", "run request needs 'inputs' and 'outputs' arrays"), nullptr);
+        return;
+    }
+    auto find = [](const JValue* list, const char* name) -> const JValue* {
+        for (const JValue& e : list->items) {
+            const JValue* n = e.get("name");
+            if (n && n->c_str() && n->str == name) return &e;
+        }
+        return nullptr;
+    };
+    Tensor in[2], out;
+    Tensor* in_ptrs[2] = {&in[0], &in[1]};
+    Reply bad;
+    for (int i = 0; i < info->input_count; i++) {
+        const JValue* e = find(inputs, info->inputs[i]);
+        if (!e) {
+            send_reply(id, Reply::make("error", strf("request lacks input %s of %s", info->inputs[i], info->name)),
+                       nullptr);
+            return;
+        }
+        if (!read_tensor(*e, frame.payload, true, in[i], bad)) {
+            send_reply(id, bad, nullptr);
+            return;
+        }
+    }
+    const JValue* e = find(outputs, "OutputGradientTensor");
+    if (!e) {
+        send_reply(id, Reply::make("error", strf("request lacks output OutputGradientTensor of %s", info->name)),
+                   nullptr);
+        return;
+    }
+    if (!read_tensor(*e, frame.payload, false, out, bad)) {
+        send_reply(id, bad, nullptr);
+        return;
+    }
+    const JValue* params = h.get("params");
+    Params p{params && params->type == JValue::Object ? params : nullptr, Reply()};
+    OpDesc d;
+    if (!build_desc(*info, p, in_ptrs, out, d)) {
+        send_reply(id, p.bad, nullptr);
+        return;
+    }
+    if (out.nbytes > (uint64_t(1) << 36)) {  // the reply could not carry it; DirectML may still refuse first
+        Com<IDMLOperator> op;
+        HRESULT hr = dev.dml->CreateOperator(&d.op, DMLH_IID(IDMLOperator), op.put());
+        send_reply(id, FAILED(hr) ? Reply::make("refused", "IDMLDevice::CreateOperator: " + hr_text(hr))
+                                  : Reply::make("unsupported", "the output exceeds the protocol's 2^36-byte payload"),
+                   nullptr);
+        return;
+    }
+    Reply r = execute(dev, *info, d, in_ptrs, out);
+    if (g_verbose || r.status == "error")
+        log_line("%s: %s%s%s", id.c_str(), r.status.c_str(), r.message.empty() ? "" : ": ", r.message.c_str());
+    send_reply(id, r, &out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// main: stdout becomes frames-only, the device comes up, then the request loop.
+// ---------------------------------------------------------------------------------------------
+static void claim_stdout() {
+    _setmode(_fileno(stdin), _O_BINARY);
+    _setmode(_fileno(stdout), _O_BINARY);
+    fflush(stdout);
+    int frames_fd = _dup(_fileno(stdout));
+    if (frames_fd >= 0 && _dup2(_fileno(stderr), _fileno(stdout)) == 0) {
+        g_frames = _fdopen(frames_fd, "wb");
+        SetStdHandle(STD_OUTPUT_HANDLE, GetStdHandle(STD_ERROR_HANDLE));
+    }
+    if (!g_frames) g_frames = stdout;  // could not split: stdout stays the frame stream
+    _setmode(_fileno(g_frames), _O_BINARY);
+    setvbuf(g_frames, nullptr, _IOFBF, 1 << 16);
+}
+
+static void send_error_and_exit(const std::string& message, int code) {
+    send_frame("{\"type\":\"error\",\"message\":" + dmlh::json_string(message) + "}", nullptr, 0);
+    exit(code);
+}
+
+int main(int argc, char** argv) {
+    claim_stdout();
+    Device dev;
+    if (!parse_options(argc, argv, dev.opt)) return 2;
+    std::string init_error = init_device(dev);
+    if (init_error.empty())
+        log_line("%s, DirectML %s (%s), feature level %s", dev.adapter_name.c_str(), dev.dml_version.c_str(),
+             dev.dml_path.c_str(), level_label(dev.feature_level).c_str());
+    else
+        log_line("cannot start: %s", init_error.c_str());
+
+    bool handshaken = false;
+    for (;;) {
+        dmlh::Frame frame;
+        std::string err;
+        dmlh::ReadStatus st = dmlh::read_frame(stdin, frame, err);
+        if (st == dmlh::ReadStatus::End) return 0;
+        if (st == dmlh::ReadStatus::Broken) {
+            log_line("unreadable frame on stdin (%s); the stream cannot be resynchronised, exiting", err.c_str());
+            return 2;
+        }
+        if (st == dmlh::ReadStatus::BadHeader) {
+            log_line("ignoring a frame: %s", err.c_str());
+            send_reply("", Reply::make("error", "malformed request: " + err), nullptr);
+            continue;
+        }
+        const JValue* type = frame.header.get("type");
+        const JValue* idv = frame.header.get("id");
+        std::string id = idv && idv->c_str() ? idv->str : std::string();
+        std::string kind = type && type->c_str() ? type->str : std::string();
+        if (kind == "hello") {
+            const JValue* version = frame.header.get("protocol");
+            if (!version || !version->is_int || version->inum != dmlh::kProtocolVersion)
+                send_error_and_exit(strf("dml_harness speaks protocol %d only", dmlh::kProtocolVersion), 2);
+            if (!init_error.empty()) send_error_and_exit(init_error, 2);
+            send_frame(hello_reply(dev), nullptr, 0);
+            handshaken = true;
+        } else if (kind == "run") {
+            if (!idv || !idv->c_str()) {
+                send_reply("", Reply::make("error", "run request without a string 'id'"), nullptr);
+            } else if (!handshaken) {
+                send_reply(id, Reply::make("error", "run request before the hello handshake"), nullptr);
+            } else {
+                g_case_id = id;
+                handle_run(dev, frame, id);
+            }
+        } else if (kind == "bye") {
+            return 0;
+        } else if (idv && idv->c_str()) {
+            send_reply(id, Reply::make("error", "unknown message type '" + kind + "'"), nullptr);
+        } else {
+            log_line("ignoring a message of type '%s'", kind.c_str());
+        }
+    }
+}
