@@ -31,6 +31,9 @@ class Case:
     tags: tuple[str, ...] = ()
     #: The undocumented behaviour a candidate case probes, for the behaviour fingerprint.
     behaviour: str | None = None
+    #: The name of a candidate that is a refusal (`name: refused` in the suite): where the docs leave open
+    #: whether DirectML accepts the description at all, refusing it matches that candidate.
+    refusal_candidate: str | None = None
 
     @property
     def full_id(self) -> str:

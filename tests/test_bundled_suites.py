@@ -57,7 +57,7 @@ def test_candidate_answers_named_after_variants_are_those_variants(cases):
             continue
         answers = list(case.candidates.values())
         outputs = [a["OutputGradientTensor"] for a in answers]
-        assert any(not np.array_equal(outputs[0], o, equal_nan=o.dtype.kind == "f") for o in outputs[1:]) \
+        assert case.refusal_candidate is not None or any(not np.array_equal(outputs[0], o, equal_nan=o.dtype.kind == "f") for o in outputs[1:]) \
             or case.id == "resample-grad1-nearest", f"{case.full_id}: every candidate is the same"
         for name, answer in case.candidates.items():
             if name not in case.op.variants:

@@ -44,6 +44,12 @@ def evaluate(case: Case, outcome: Outcome, result: CaseResult) -> None:
             _copy_failure(outcome, result)
         return
     if kind is OutcomeKind.REFUSED:
+        if case.refusal_candidate is not None:
+            # The docs leave open whether the description is accepted; refusing is one of the candidates.
+            result.status, result.matched = Status.PASS, case.refusal_candidate
+            result.matched_all = (case.refusal_candidate,)
+            result.message = f"matched candidate '{case.refusal_candidate}': {outcome.message}"
+            return
         result.status, result.message = Status.FAIL, f"refused a valid description: {outcome.message}"
         return
     if kind is not OutcomeKind.OUTPUTS:

@@ -110,6 +110,7 @@ class _CaseReader:
         if expect not in (None, "invalid"):
             raise self.error("expect", f"{expect!r}: the only expectation is 'invalid'")
         invalid = expect == "invalid"
+        refusal: str | None = None
 
         input_specs = self.mapping(raw, "inputs", op.inputs)
         if invalid:
@@ -123,7 +124,7 @@ class _CaseReader:
             output_specs = self.mapping(raw, "outputs", op.outputs)
             answer_specs = {"": output_specs}
         else:
-            answer_specs = self.candidate_specs(raw.get("candidates"), op)
+            answer_specs, refusal = self.candidate_specs(raw.get("candidates"), op)
             output_specs = next(iter(answer_specs.values()))
 
         descs = {name: self.desc(f"inputs.{name}", spec) for name, spec in input_specs.items()}
@@ -161,7 +162,7 @@ class _CaseReader:
         return Case(self.suite, case_id, self.file, description, inputs,  # type: ignore[arg-type]
                     expected=answers.get(""), candidates={k: v for k, v in answers.items() if k},
                     expect_invalid=invalid, tolerance=tolerance, tags=tuple(tags),
-                    behaviour=behaviour or (case_id if "candidates" in raw else None))
+                    behaviour=behaviour or (case_id if "candidates" in raw else None), refusal_candidate=refusal)
 
     def mapping(self, raw: Mapping[str, Any], key: str, names: tuple[str, ...]) -> dict[str, Mapping[str, Any]]:
         value = raw.get(key)
@@ -175,15 +176,24 @@ class _CaseReader:
                 raise self.error(f"{key}.{name}", "missing")
         return {name: value[name] for name in names}
 
-    def candidate_specs(self, raw: object, op: Operator) -> dict[str, Mapping[str, Any]]:
+    def candidate_specs(self, raw: object, op: Operator) -> tuple[dict[str, Mapping[str, Any]], str | None]:
+        """The candidates with outputs, and the name of the one that is a refusal (`name: refused`), if any."""
         if not isinstance(raw, Mapping) or not raw:
             raise self.error("candidates", "must map candidate names to outputs")
         specs = {}
+        refusal = None
         for cname, outputs in raw.items():
             if not isinstance(cname, str) or not _ID.match(cname):
                 raise self.error("candidates", f"{cname!r} is not a usable candidate name")
+            if outputs == "refused":
+                if refusal is not None:
+                    raise self.error(f"candidates.{cname}", f"a second refusal (the first is {refusal!r})")
+                refusal = cname
+                continue
             specs[cname] = self.mapping({"candidates." + cname: outputs}, "candidates." + cname, op.outputs)
-        return specs
+        if not specs:
+            raise self.error("candidates", "needs at least one candidate with outputs besides a refusal")
+        return specs, refusal
 
     def desc(self, field: str, spec: object) -> TensorDesc:
         try:

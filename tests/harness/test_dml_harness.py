@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dmlconform import harness_protocol as protocol
 from dmlconform.backends.native import NativeBackend
-from dmlconform.harness import protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS_DIR = ROOT / "examples" / "dml_harness"

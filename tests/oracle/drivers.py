@@ -53,6 +53,8 @@ class Knobs:
     fp32_denormals: str = "preserved"  # or flushed (inputs and results of arithmetic, D3D's fp32 rule)
     #: How the ResampleGrad1 source coordinate is evaluated in float32 (its order is undocumented).
     coordinates: str = "division"
+    #: MaxPoolingGrad with a gradient that is not the pooled size: computed, or refused (DirectML 1.15.4).
+    pool_gradient_size: str = "computed"
     #: A named mistake (see BUGS); None for a legitimate driver.
     bug: str | None = None
 
@@ -102,7 +104,19 @@ class SimulatedDriver:
             case.op.validate(case.description)
         except DescriptionError as exc:
             return str(exc)
+        if self.knobs.pool_gradient_size == "refused" and case.op.name == "MAX_POOLING_GRAD" \
+                and not _gradient_is_pooled_size(case):
+            return "InputGradientTensor.Sizes: not the pooled size"
         return None
+
+
+def _gradient_is_pooled_size(case: Case) -> bool:
+    p = case.description.params
+    x = case.description.tensors["InputTensor"].shape[2:]
+    dy = case.description.tensors["InputGradientTensor"].shape[2:]
+    return all(dy[d] == (x[d] + p["StartPadding"][d] + p["EndPadding"][d]
+                         - ((p["WindowSize"][d] - 1) * p["Dilations"][d] + 1)) // p["Strides"][d] + 1
+               for d in range(len(x)))
 
 
 _SUMMING = ("MAX_POOLING_GRAD", "RESAMPLE_GRAD1")
@@ -464,6 +478,8 @@ LEGITIMATE: tuple[Knobs, ...] = (
     Knobs("coordinates-folded", "ResampleGrad1 coordinates as o·(1/S) − (OPO·(1/S) + IPO)", coordinates="folded"),
     Knobs("coordinates-divided-bias", "ResampleGrad1 coordinates as o/S − (OPO/S + IPO)",
           coordinates="divided-bias"),
+    Knobs("refuses-gradient-not-pooled-size", "MaxPoolingGrad refuses a gradient that is not the pooled size "
+          "(as DirectML 1.15.4 does)", pool_gradient_size="refused"),
 )
 
 #: Each bug: (name, what a real driver would have done).

@@ -202,3 +202,34 @@ def test_a_failing_case_carries_its_ulp_histogram_and_closeness_a_passing_one_on
 
 def relu_size(seed_cases) -> int:
     return next(c for c in seed_cases if c.id == "relu-grad-formula").expected["OutputGradientTensor"].size
+
+
+def test_a_refusal_matches_a_refusal_candidate_and_nothing_else(tmp_path):
+    import yaml
+
+    from dmlconform.backends.base import Outcome
+    from dmlconform.case_result import Status
+    from dmlconform.feature_levels import HIGHEST
+    from dmlconform.runner.judge import judge_outcome
+    from dmlconform.suite.loader import load_paths
+
+    answer = {"OutputGradientTensor": {"dtype": "FLOAT32", "shape": [2], "data": [5, 0]}}
+    case = {"id": "r", "op": "ACTIVATION_RELU_GRAD",
+            "inputs": {"InputTensor": {"dtype": "FLOAT32", "shape": [2], "data": [1, -1]},
+                       "InputGradientTensor": {"dtype": "FLOAT32", "shape": [2], "data": [5, 6]}},
+            "candidates": {"computed": answer, "refused": "refused"}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"format": "dmlconform/v1", "suite": "t", "cases": [case]}))
+    [loaded] = load_paths([path])
+    refused = judge_outcome(loaded, Outcome.refused("E_INVALIDARG"), HIGHEST)
+    assert refused.status is Status.PASS and refused.matched == "refused" and "E_INVALIDARG" in refused.message
+    import numpy as np
+
+    right = judge_outcome(loaded, Outcome.ran({"OutputGradientTensor": np.array([5, 0], np.float32)}), HIGHEST)
+    assert right.status is Status.PASS and right.matched == "computed"
+    wrong = judge_outcome(loaded, Outcome.ran({"OutputGradientTensor": np.array([5, 6], np.float32)}), HIGHEST)
+    assert wrong.status is Status.FAIL
+    del case["candidates"]["refused"]
+    path.write_text(yaml.safe_dump({"format": "dmlconform/v1", "suite": "t", "cases": [case]}))
+    [strict] = load_paths([path])
+    assert judge_outcome(strict, Outcome.refused("E_INVALIDARG"), HIGHEST).status is Status.FAIL

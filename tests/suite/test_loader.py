@@ -171,3 +171,25 @@ class TestFiles:
         (suite / "link.npy").symlink_to(tmp_path / "secret.npy")
         with pytest.raises(SuiteError, match="outside the suite tree"):
             load_paths([write(suite, [self.case("link.npy")])])
+
+
+def _with_refusal(candidates: dict) -> dict:
+    case = with_(RELU, "outputs", ...)
+    case["candidates"] = candidates
+    return case
+
+
+def test_a_refusal_candidate_is_named_and_leaves_the_output_candidates(tmp_path):
+    answer = RELU["outputs"]
+    [case] = load_paths([write(tmp_path, [_with_refusal({"computed": answer, "refused": "refused"})])])
+    assert case.refusal_candidate == "refused" and list(case.candidates) == ["computed"]
+    assert list(case.answers()) == ["computed"]
+
+
+@pytest.mark.parametrize("candidates,expected", [
+    ({"refused": "refused"}, "at least one candidate with outputs"),
+    ({"a": RELU["outputs"], "r1": "refused", "r2": "refused"}, "candidates.r2: a second refusal"),
+    ({"a": RELU["outputs"], "b": "refuse"}, "candidates.b"),
+])
+def test_refusal_candidates_are_checked(tmp_path, candidates, expected):
+    assert expected in load_error(tmp_path, [_with_refusal(candidates)])

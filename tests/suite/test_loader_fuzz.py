@@ -56,4 +56,4 @@ def test_mutated_suites_fail_cleanly(tmp_path: Path):
         loaded += 1
         for result in run_cases(cases, NumpyBackend()).results:
             assert result.status is not Status.ERROR, result.message
-    assert refused > 100 and loaded > 20  # the mutations exercise both paths
+    assert refused > 100 and loaded > 10  # the mutations exercise both paths

@@ -15,7 +15,7 @@ import subprocess
 
 import numpy as np
 
-from dmlconform.harness import protocol
+from dmlconform import harness_protocol as protocol
 
 SETUPS = [  # (input width, window, stride, dilation, start pad, end pad)
     (4, 2, 1, 1, 0, 0), (5, 2, 1, 2, 0, 0), (7, 3, 2, 1, 1, 1), (2, 1, 2, 1, 0, 0),
