@@ -60,8 +60,10 @@ def evaluation_orders(n_out: int, scale: float, input_offset: float, output_offs
 def uncertainty(n_out: int, scale: float, input_offset: float, output_offset: float) -> np.ndarray:
     """Δx per output coordinate (float64): 0 where every modelled order agrees, else γ_6(u32)·A."""
     orders = evaluation_orders(n_out, scale, input_offset, output_offset)
-    agree = np.all(orders == orders[0], axis=0)
-    scale_a = (np.arange(n_out) + abs(output_offset)) / abs(scale) + abs(input_offset)
+    # An infinite coordinate clamps to an edge in every order.
+    agree = np.all(orders == orders[0], axis=0) | ~np.isfinite(orders[0])
+    with np.errstate(invalid="ignore"):
+        scale_a = (np.arange(n_out) + abs(output_offset)) / abs(scale) + abs(input_offset)
     k = COORDINATE_ROUNDINGS * _U32
     return np.where(agree, 0.0, k / (1 - k) * scale_a)
 

@@ -89,6 +89,7 @@ def axis_taps(n_in: int, n_out: int, scale: float, input_offset: float, output_o
     if mode == "NEAREST_NEIGHBOR":
         pick = np.floor(x) if rounding == "DECREASING" else np.ceil(x)
         return AxisTaps(n_in, n_out, rows, np.clip(pick, 0, n_in - 1).astype(np.int64), np.ones(n_out))
+    x = np.where(np.isfinite(x), x, np.clip(x, -1, n_in))  # an infinite coordinate clamps to an edge
     low = np.floor(x)
     t = x - low  # exact: x is a float32 value
     rows = np.concatenate([rows, rows])
@@ -164,13 +165,20 @@ class ResampleGrad1(Operator):
     variants = ("literal", "swapped")
 
     def check_rules(self, desc: Description) -> None:
+        # The pages ask for nothing but scales (> 1 up, < 1 down); infinite scales and offsets are not
+        # excluded, and DirectML 1.15.4 accepts them: their coordinates clamp to an edge like any other.
         for i, scale in enumerate(desc.params["Scales"]):
-            if not (np.isfinite(scale) and scale > 0):
-                raise DescriptionError(f"Scales[{i}]", f"{scale} must be a finite number above 0")
+            if not scale > 0:
+                raise DescriptionError(f"Scales[{i}]", f"{scale} must be a number above 0")
         for name in ("InputPixelOffsets", "OutputPixelOffsets"):
             for i, offset in enumerate(desc.params[name]):
-                if not np.isfinite(offset):
-                    raise DescriptionError(f"{name}[{i}]", f"{offset} must be finite")
+                if np.isnan(offset):
+                    raise DescriptionError(f"{name}[{i}]", "NaN is not an offset")
+        for variant in self.variants:
+            for axis, (_, n_out, scale, ipo, opo) in enumerate(self.axes(desc, variant)):
+                if np.isnan(source_coordinates(n_out, scale, ipo, opo)).any():
+                    raise DescriptionError(f"Scales[{axis}]", f"with these offsets some source coordinate of axis "
+                                           f"{axis} is NaN (inf − inf or inf/inf)")
 
     def weights(self, desc: Description, variant: str | None = None) -> list[np.ndarray]:
         """Per axis, the dense forward weight matrix W[o, i]."""

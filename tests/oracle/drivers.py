@@ -380,6 +380,9 @@ def _coordinate(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in
 
 def _axis_taps(knobs: Knobs, x: float, n_in: int, mode: str, rounding: str) -> list[tuple[int, Fraction]]:
     """The forward's taps along one axis for coordinate x: (input index, weight), clamped to the edge."""
+    if not np.isfinite(x):  # an infinite coordinate (an infinite scale or offset) is beyond an edge;
+        x = 0.0 if np.isnan(x) else min(max(x, -1.0), float(n_in))  # a buggy NaN one lands somewhere
+
     def clamp(i: int) -> int | None:
         if knobs.bug == "resample-edge-taps-dropped" and not 0 <= i < n_in:
             return None
