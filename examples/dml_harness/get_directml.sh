@@ -9,10 +9,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 dest=${1:-$here/build}
 version=${ORT_DML_VERSION:-1.24.4}
 expected=c07cb8c2f870f0152bfb690f64c4b048e78bbc219efad420a9758fc896cbecb0
-pip=${PIP:-pip}
+read -r -a pip <<< "${PIP:-python3 -m pip}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$pip" download --quiet --no-deps --only-binary=:all: --platform win_amd64 --python-version 3.11 \
+"${pip[@]}" download --quiet --no-deps --only-binary=:all: --platform win_amd64 --python-version 3.11 \
     "onnxruntime-directml==$version" -d "$work" >&2
 unzip -q -o -j "$work"/onnxruntime_directml-*.whl onnxruntime/capi/DirectML.dll -d "$work"
 sum=$(sha256sum "$work/DirectML.dll" | cut -d' ' -f1)

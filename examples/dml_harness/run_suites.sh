@@ -1,0 +1,11 @@
+#!/bin/bash
+# Runs suites on the real DirectML under Wine: `dmlconform run` with the native backend started on this
+# folder's harness (run_under_wine.sh), two harnesses at a time, and the known deviations of this stack
+# baselined. Extra arguments go to `dmlconform run` (paths, -k, --json, --junit, --tier, ...).
+#   examples/dml_harness/run_suites.sh --json reports/directml-wine.json
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+[ -x "$here/build/dml_harness.exe" ] || [ -f "$here/build/dml_harness.exe" ] ||
+    { echo "run_suites.sh: no harness: run examples/dml_harness/setup.sh first" >&2; exit 2; }
+exec dmlconform run --backend native --harness "$here/run_under_wine.sh" --timeout 300 --jobs 2 \
+    --baseline "$here/baseline-directml-1.15.4-wine-lavapipe.csv" "$@"
