@@ -6,6 +6,7 @@ import click
 
 from dmlconform import __version__
 from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, bundled_suites
+from dmlconform.cli.generate import generate
 from dmlconform.cli.listing import backends, list_cases, ops
 from dmlconform.cli.merge import merge
 from dmlconform.cli.run import run
@@ -19,5 +20,5 @@ def main() -> None:
     """Conformance tests for DirectML gradient operators."""
 
 
-for _command in (run, merge, list_cases, ops, backends):
+for _command in (run, merge, list_cases, ops, backends, generate):
     main.add_command(_command)

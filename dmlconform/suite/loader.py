@@ -16,6 +16,7 @@ from dmlconform.ops import find_operator
 from dmlconform.ops.base import Description, DescriptionError, Operator, ParamError, TensorDesc
 from dmlconform.suite import SuiteError
 from dmlconform.suite.tensors import TensorError, read_desc, read_tensor
+from dmlconform.suite.tiers import Tier
 
 FORMAT = "dmlconform/v1"
 SUITE_SUFFIXES = (".yaml", ".yml")
@@ -40,11 +41,13 @@ def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
     return found
 
 
-def load_paths(paths: Iterable[Path]) -> list[Case]:
+def load_paths(paths: Iterable[Path], tier: Tier | None = None) -> list[Case]:
+    """Every case of the suites under `paths`; with `tier`, only suites of that tier or below (and suites
+    that name no tier)."""
     cases: list[Case] = []
     seen_suites: dict[str, Path] = {}
     for file, root in discover(paths):
-        suite_cases, name = load_suite(file, root)
+        suite_cases, name = load_suite(file, root, tier)
         if name in seen_suites:
             raise SuiteError(file, f"suite name '{name}' is already used by {seen_suites[name]}", field="suite")
         seen_suites[name] = file
@@ -52,7 +55,7 @@ def load_paths(paths: Iterable[Path]) -> list[Case]:
     return cases
 
 
-def load_suite(file: Path, root: Path) -> tuple[list[Case], str]:
+def load_suite(file: Path, root: Path, tier: Tier | None = None) -> tuple[list[Case], str]:
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -71,6 +74,13 @@ def load_suite(file: Path, root: Path) -> tuple[list[Case], str]:
     name = document.get("suite")
     if not isinstance(name, str) or not _ID.match(name):
         raise SuiteError(file, f"{name!r} must be a name of letters, digits and . _ + -", field="suite")
+    if "tier" in document:
+        try:
+            suite_tier = Tier.parse(document["tier"])
+        except ValueError as exc:
+            raise SuiteError(file, str(exc), field="tier") from None
+        if tier is not None and not tier.includes(suite_tier):
+            return [], name
     raw_cases = document.get("cases")
     if not isinstance(raw_cases, list) or not raw_cases:
         raise SuiteError(file, "must be a non-empty list", field="cases")

@@ -1,0 +1,7 @@
+"""Family builders by kind name: each turns a family of a description into plans for one tier's new cases."""
+
+from __future__ import annotations
+
+from dmlconform.generation.families import elementwise, slice
+
+KINDS = {**elementwise.KINDS, **slice.KINDS}
