@@ -1,4 +1,4 @@
-"""The `dmlconform` command line: one module per command (run, merge, list/ops/backends)."""
+"""The `dmlconform` command line: one module per command (run, merge, list/ops/backends, generate, coverage)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import click
 
 from dmlconform import __version__
 from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, bundled_suites
+from dmlconform.cli.coverage import coverage
 from dmlconform.cli.generate import generate
 from dmlconform.cli.listing import backends, list_cases, ops
 from dmlconform.cli.merge import merge
@@ -20,5 +21,5 @@ def main() -> None:
     """Conformance tests for DirectML gradient operators."""
 
 
-for _command in (run, merge, list_cases, ops, backends, generate):
+for _command in (run, merge, list_cases, ops, backends, generate, coverage):
     main.add_command(_command)

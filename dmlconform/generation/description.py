@@ -158,5 +158,5 @@ def _family(path: Path, op: Operator, raw: object, position: int, known_kinds: M
     return Family(path, op, name, kind, seed, counts, " ".join(about.split()), settings)
 
 
-def description_files(folder: Path = DESCRIPTIONS) -> list[Path]:
-    return sorted(folder.glob("*.yaml"))
+def description_files(folder: Path | None = None) -> list[Path]:
+    return sorted((folder or DESCRIPTIONS).glob("*.yaml"))

@@ -506,6 +506,42 @@ INSIDE_THE_BOUND: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: Which operators' code reads each knob (see the functions above): a driver that differs from `straight` only in
+#: knobs an operator never reads computes exactly what `straight` computes for that operator, so running it there
+#: proves nothing new. Every knob is listed; tests/oracle/test_mutants.py checks that.
+_ALL = frozenset({"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD", "MAX_POOLING_GRAD",
+                  "RESAMPLE_GRAD1"})
+KNOB_OPERATORS: dict[str, frozenset[str]] = {
+    "summation": frozenset(_SUMMING),
+    "zero": _ALL,
+    "relu_nan": frozenset({"ACTIVATION_RELU_GRAD"}),
+    "clip_nan": frozenset({"ELEMENT_WISE_CLIP_GRAD1"}),
+    "pool_nan": frozenset({"MAX_POOLING_GRAD"}),
+    "pool_padding_only": frozenset({"MAX_POOLING_GRAD"}),
+    "resample_offsets": frozenset({"RESAMPLE_GRAD1"}),
+    "zero_weight_taps": frozenset({"RESAMPLE_GRAD1"}),
+    "fp32_denormals": frozenset({"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "MAX_POOLING_GRAD",
+                                 "RESAMPLE_GRAD1"}),
+}
+#: Bugs whose code sits in one operator's function, by name prefix; any other bug may show anywhere.
+_BUG_PREFIXES = {"relu-": "ACTIVATION_RELU_GRAD", "clip-": "ELEMENT_WISE_CLIP_GRAD1", "slice-": "SLICE_GRAD",
+                 "pool-": "MAX_POOLING_GRAD", "resample-": "RESAMPLE_GRAD1"}
+_BUGS_EVERYWHERE = {"slice-no-zero-fill"}  # `_zeros` serves every operator
+
+
+def operators_affected(knobs: Knobs) -> frozenset[str]:
+    """The operators on which this driver can differ from `straight`."""
+    if knobs.bug is not None:
+        if knobs.bug == "integer-sums-saturate":
+            return frozenset(_SUMMING)
+        for prefix, op in _BUG_PREFIXES.items():
+            if knobs.bug.startswith(prefix) and knobs.bug not in _BUGS_EVERYWHERE:
+                return frozenset({op})
+        return _ALL
+    changed = [name for name in KNOB_OPERATORS if name != "bug" and getattr(knobs, name) != getattr(STRAIGHT, name)]
+    return frozenset().union(*(KNOB_OPERATORS[name] for name in changed)) if changed else _ALL
+
+
 def _bug(name: str, summary: str) -> Knobs:
     return replace(STRAIGHT, name=name, summary=summary, bug=name)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from dmlconform.generation.families import elementwise, slice
+from dmlconform.generation.families import elementwise, negative, pooling, resample, slice
 
-KINDS = {**elementwise.KINDS, **slice.KINDS}
+KINDS = {**elementwise.KINDS, **slice.KINDS, **pooling.KINDS, **resample.KINDS,
+         **negative.KINDS}
