@@ -209,5 +209,21 @@ def select_denormals(family: Family, tier: Tier) -> Iterator[Plan]:
         yield Plan(case_id, (index,), make)
 
 
-KINDS = {"select-cells": select_cells, "select-large": select_large, "select-nan": select_nan,
-         "select-denormals": select_denormals}
+def select_one_element(family: Family, tier: Tier) -> Iterator[Plan]:
+    """One element (every dimension 1, rank 1 to 8) in each data type, X on the side that keeps the gradient."""
+    dtypes = sorted(family.op.support.all_dtypes, key=lambda d: d.value)
+    for index in family.new_in(tier):
+        dtype = dtypes[index % len(dtypes)]
+        case_id = f"{family.name}-{dtype.name.lower()}-{index}"
+
+        def make(draw: Draw, dtype=dtype, case_id=case_id) -> CaseSpec:
+            shape = (1,) * (1 + draw.below(8))
+            x, params = _x_for(family.op, dtype, 1, draw)
+            dy = gradients(dtype, 1, draw, with_specials=False)
+            return _case(family, case_id, x.reshape(shape), dy.reshape(shape), params, ("one-element",))
+
+        yield Plan(case_id, (index,), make)
+
+
+KINDS = {"select-cells": select_cells, "select-one-element": select_one_element, "select-large": select_large,
+         "select-nan": select_nan, "select-denormals": select_denormals}
