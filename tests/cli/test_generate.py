@@ -37,10 +37,9 @@ def test_check_of_the_full_tier_is_a_usage_error():
     assert result.exit_code == 2 and "the full tier is not committed" in result.stderr
 
 
-TINY = {"format": "dmlconform-generator/v1", "op": "SLICE_GRAD", "suite": "tiny",
-        "families": [{"name": "cells", "kind": "slice-cells", "seed": 9, "counts": {"smoke": 0, "full": 1},
-                      "about": "one case per cell, in the full tier only", "elements": {"smoke": 8, "full": 16},
-                      "strides": [-1, 2]}]}
+TINY = {"format": "dmlconform-generator/v1", "op": "RESAMPLE_GRAD1", "suite": "tiny",
+        "families": [{"name": "cells", "kind": "resample-cells", "seed": 9, "counts": {"smoke": 0, "full": 1},
+                      "about": "one case per cell, in the full tier only", "side": {"smoke": 3}}]}
 
 
 @pytest.fixture
@@ -56,18 +55,18 @@ def tiny_descriptions(tmp_path, monkeypatch) -> Path:
 def test_the_full_tier_is_generated_on_demand_once(tiny_descriptions, tmp_path):
     first = invoke("list", "--tier", "full", "-k", "tiny.full")
     assert first.exit_code == 0, first.stderr
-    assert "generating the full tier" in first.stderr and "88 cases" in first.stdout  # every SliceGrad cell
+    assert "generating the full tier" in first.stderr and "8 cases" in first.stdout  # every ResampleGrad1 cell
     assert (tmp_path / "cache" / "full" / "MANIFEST.json").is_file()
     again = invoke("run", "--tier", "full", "-k", "tiny.full")
-    assert again.exit_code == 0 and "generating" not in again.stderr and "88 PASS" in again.stdout
+    assert again.exit_code == 0 and "generating" not in again.stderr and "8 PASS" in again.stdout
     # A change to the descriptions makes the cache stale.
     (tiny_descriptions / "tiny.yaml").write_text(yaml.safe_dump({**TINY, "about": "changed"}))
     assert "generating the full tier" in invoke("list", "--tier", "full", "-k", "tiny.full").stderr
 
 
 def test_a_broken_description_is_one_line_and_exit_2(tiny_descriptions, tmp_path):
-    broken = {**TINY, "families": [{**TINY["families"][0], "kind": "slice-everything"}]}
+    broken = {**TINY, "families": [{**TINY["families"][0], "kind": "resample-everything"}]}
     (tiny_descriptions / "tiny.yaml").write_text(yaml.safe_dump(broken))
     result = invoke("generate", "--output", str(tmp_path / "out"))
     assert result.exit_code == 2
-    assert result.stderr.count("\n") == 1 and "tiny.yaml: family 'cells': kind: 'slice-everything'" in result.stderr
+    assert result.stderr.count("\n") == 1 and "tiny.yaml: family 'cells': kind: 'resample-everything'" in result.stderr

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from dmlconform.dtypes import DataType
 from dmlconform.feature_levels import FeatureLevel
+from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw
 from dmlconform.generation.spec import CaseSpec, TensorSpec
 from dmlconform.ops.base import Operator
+from dmlconform.suite.tiers import Tier
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,18 @@ def cells(op: Operator) -> list[Cell]:
             if level is not None:
                 found.append(Cell(level.value, dtype.value, rank))
     return sorted(found)
+
+
+def cell_plans(family: Family, tier: Tier, make: Callable[..., CaseSpec],
+               label: Callable[[Cell, int], str] | None = None) -> Iterator[Plan]:
+    """The plans of a per-cell family: for every cell of the table, the tier's new indexes. `make(draw, cell, case_id,
+    index)` builds a case; the id is `<family>-<dtype>-r<rank>[-<label>]-<index>`, the key (data type, rank, index)."""
+    for cell in cells(family.op):
+        for index in family.new_in(tier):
+            middle = f"-{label(cell, index)}" if label is not None else ""
+            case_id = f"{family.name}-{cell.label}{middle}-{index}"
+            yield Plan(case_id, (cell.dtype_value, cell.rank, index),
+                       partial(make, cell=cell, case_id=case_id, index=index))
 
 
 def tensor(array: np.ndarray) -> TensorSpec:

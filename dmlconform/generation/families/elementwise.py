@@ -16,7 +16,16 @@ import numpy as np
 from dmlconform.dtypes import DataType
 from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw, shape_for
-from dmlconform.generation.families.common import Plan, cells, generated, gradient_spec, python_scalar, tensor
+from dmlconform.generation.families.common import (
+    Cell,
+    Plan,
+    cell_plans,
+    cells,
+    generated,
+    gradient_spec,
+    python_scalar,
+    tensor,
+)
 from dmlconform.generation.spec import FLUSHED, CaseSpec, TensorSpec
 from dmlconform.generation.values import distinct_nonzero, gradients, next_toward, pick, specials
 from dmlconform.ops.base import Operator
@@ -109,18 +118,15 @@ def _case(family: Family, case_id: str, x: np.ndarray, dy: np.ndarray, params: d
 def select_cells(family: Family, tier: Tier) -> Iterator[Plan]:
     """Per (data type, rank) cell of the table: edge-heavy X, distinct gradients with the type's specials."""
     elements = family.per_tier("elements", tier)
-    for cell in cells(family.op):
-        for index in family.new_in(tier):
-            case_id = f"{family.name}-{cell.label}-{index}"
 
-            def make(draw: Draw, cell=cell, case_id=case_id) -> CaseSpec:
-                shape = shape_for(draw, cell.rank, elements)
-                count = int(np.prod(shape))
-                x, params = _x_for(family.op, cell.dtype, count, draw)
-                dy = gradients(cell.dtype, count, draw)
-                return _case(family, case_id, x.reshape(shape), dy.reshape(shape), params, ())
+    def make(draw: Draw, cell: Cell, case_id: str, index: int) -> CaseSpec:
+        shape = shape_for(draw, cell.rank, elements)
+        count = int(np.prod(shape))
+        x, params = _x_for(family.op, cell.dtype, count, draw)
+        dy = gradients(cell.dtype, count, draw)
+        return _case(family, case_id, x.reshape(shape), dy.reshape(shape), params, ())
 
-            yield Plan(case_id, (cell.dtype_value, cell.rank, index), make)
+    return cell_plans(family, tier, make)
 
 
 def select_large(family: Family, tier: Tier) -> Iterator[Plan]:

@@ -18,7 +18,7 @@ import numpy as np
 from dmlconform.dtypes import DataType
 from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw
-from dmlconform.generation.families.common import Plan, cells, generated, tensor
+from dmlconform.generation.families.common import Cell, Plan, cell_plans, generated, tensor
 from dmlconform.generation.spec import EDGE_CLAMPED, CaseSpec, TensorSpec
 from dmlconform.generation.values import distinct_nonzero, gradients, pick, small_integer_gradients, specials
 from dmlconform.ops.max_pooling_grad import argmax_indices, pooled_size
@@ -107,27 +107,23 @@ def pool_cells(family: Family, tier: Tier) -> Iterator[Plan]:
     """Per cell (FLOAT32 and FLOAT16, 4-D from 3_0 and 5-D from 4_0): random geometry, X in each style in turn,
     dY at, one below or one above the pooled size."""
     elements = family.per_tier("elements", tier)
-    for cell in cells(family.op):
-        dims = cell.rank - 2
-        for index in family.new_in(tier):
-            style = X_STYLES[index % len(X_STYLES)]
-            case_id = f"{family.name}-{cell.label}-{style}-{index}"
 
-            def make(draw: Draw, cell=cell, dims=dims, style=style, case_id=case_id) -> CaseSpec:
-                geometry = random_geometry(draw, dims)
-                side = max(2, round((elements / 4) ** (1 / dims)))
-                spatial = tuple(draw.between(max(1, side // 2), side) for _ in range(dims))
-                pooled = geometry.pooled(spatial)
-                change = draw.choice([0, 0, 0, -1, 1])
-                out = tuple(max(1, p + change) for p in pooled)
-                if min(pooled) < 1:
-                    out = tuple(max(1, p) for p in pooled)
-                x_shape = (draw.between(1, 2), draw.between(1, 2), *spatial)
-                x = x_values(style, cell.dtype, int(np.prod(x_shape)), draw).reshape(x_shape)
-                return pool_case(family, case_id, cell.dtype, tensor(x), (*x_shape[:2], *out), geometry, draw,
-                                 tags=(style,) if style != "distinct" else ())
+    def make(draw: Draw, cell: Cell, case_id: str, index: int) -> CaseSpec:
+        dims, style = cell.rank - 2, X_STYLES[index % len(X_STYLES)]
+        geometry = random_geometry(draw, dims)
+        side = max(2, round((elements / 4) ** (1 / dims)))
+        spatial = tuple(draw.between(max(1, side // 2), side) for _ in range(dims))
+        pooled = geometry.pooled(spatial)
+        change = draw.choice([0, 0, 0, -1, 1])
+        out = tuple(max(1, p + change) for p in pooled)
+        if min(pooled) < 1:
+            out = tuple(max(1, p) for p in pooled)
+        x_shape = (draw.between(1, 2), draw.between(1, 2), *spatial)
+        x = x_values(style, cell.dtype, int(np.prod(x_shape)), draw).reshape(x_shape)
+        return pool_case(family, case_id, cell.dtype, tensor(x), (*x_shape[:2], *out), geometry, draw,
+                         tags=(style,) if style != "distinct" else ())
 
-            yield Plan(case_id, (cell.dtype_value, cell.rank, index), make)
+    return cell_plans(family, tier, make, label=lambda cell, index: X_STYLES[index % len(X_STYLES)])
 
 
 #: The parameter grid: 2-D or 3-D, overlapping windows or not, padding at neither end, the start, the end or

@@ -16,7 +16,7 @@ import numpy as np
 from dmlconform.dtypes import DataType
 from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw
-from dmlconform.generation.families.common import Plan, cells, generated, tensor
+from dmlconform.generation.families.common import Cell, Plan, cell_plans, generated, tensor
 from dmlconform.generation.spec import CaseSpec, TensorSpec
 from dmlconform.generation.values import gradients
 from dmlconform.suite.tiers import Tier
@@ -65,20 +65,16 @@ def resample_cells(family: Family, tier: Tier) -> Iterator[Plan]:
     """Per cell (FLOAT32 and FLOAT16, ranks 1 to 4): mode, rounding, per-axis scales and equal offsets at random."""
     side = family.per_tier("side", tier)
     all_scales = [s for group in SCALE_CLASSES.values() for s in group]
-    for cell in cells(family.op):
-        for index in family.new_in(tier):
-            case_id = f"{family.name}-{cell.label}-{index}"
 
-            def make(draw: Draw, cell=cell, case_id=case_id) -> CaseSpec:
-                mode, rounding = draw.choice(MODES), draw.choice(ROUNDINGS)
-                scales = [draw.choice(all_scales) for _ in range(cell.rank)]
-                offsets = [draw.choice(list(EQUAL_OFFSETS.values())) for _ in range(cell.rank)]
-                dx = tuple(draw.between(1, side) for _ in range(cell.rank))
-                dy = tuple(output_size(n, s, draw) for n, s in zip(dx, scales, strict=True))
-                return resample_case(family, case_id, cell.dtype, dx, dy, mode, rounding, scales, offsets, offsets,
-                                     draw)
+    def make(draw: Draw, cell: Cell, case_id: str, index: int) -> CaseSpec:
+        mode, rounding = draw.choice(MODES), draw.choice(ROUNDINGS)
+        scales = [draw.choice(all_scales) for _ in range(cell.rank)]
+        offsets = [draw.choice(list(EQUAL_OFFSETS.values())) for _ in range(cell.rank)]
+        dx = tuple(draw.between(1, side) for _ in range(cell.rank))
+        dy = tuple(output_size(n, s, draw) for n, s in zip(dx, scales, strict=True))
+        return resample_case(family, case_id, cell.dtype, dx, dy, mode, rounding, scales, offsets, offsets, draw)
 
-            yield Plan(case_id, (cell.dtype_value, cell.rank, index), make)
+    return cell_plans(family, tier, make)
 
 
 GRID = [(mode, rounding, scale_class, offset) for mode in MODES for rounding in ROUNDINGS

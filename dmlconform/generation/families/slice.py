@@ -13,7 +13,7 @@ import numpy as np
 from dmlconform.dtypes import DataType
 from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw, shape_for
-from dmlconform.generation.families.common import Plan, cells, generated, gradient_spec, tensor
+from dmlconform.generation.families.common import Cell, Plan, cell_plans, generated, gradient_spec, tensor
 from dmlconform.generation.spec import CaseSpec, TensorSpec
 from dmlconform.generation.values import gradients
 from dmlconform.suite.tiers import Tier
@@ -47,16 +47,13 @@ def slice_cells(family: Family, tier: Tier) -> Iterator[Plan]:
     """Per (data type, rank) cell: a random window in every dimension."""
     elements = family.per_tier("elements", tier)
     strides = family.setting("strides", list)
-    for cell in cells(family.op):
-        for index in family.new_in(tier):
-            case_id = f"{family.name}-{cell.label}-{index}"
 
-            def make(draw: Draw, cell=cell, case_id=case_id) -> CaseSpec:
-                dx = shape_for(draw, cell.rank, elements)
-                axes = [window(draw, extent, strides) for extent in dx]
-                return slice_case(family, case_id, cell.dtype, dx, axes, draw=draw)
+    def make(draw: Draw, cell: Cell, case_id: str, index: int) -> CaseSpec:
+        dx = shape_for(draw, cell.rank, elements)
+        axes = [window(draw, extent, strides) for extent in dx]
+        return slice_case(family, case_id, cell.dtype, dx, axes, draw=draw)
 
-            yield Plan(case_id, (cell.dtype_value, cell.rank, index), make)
+    return cell_plans(family, tier, make)
 
 
 def slice_strides(family: Family, tier: Tier) -> Iterator[Plan]:
