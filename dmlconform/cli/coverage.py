@@ -20,8 +20,10 @@ from dmlconform.suite.tiers import DEFAULT, NAMES
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
               help="Write the coverage as JSON here ('-' for standard output) instead of the tables.")
 def coverage(result: Path | None, paths: tuple[Path, ...], tier_name: str | None, json_path: Path | None) -> None:
-    """Show, per operator, the cases per data type × rank at each feature level of its support table, and
-    list the cells that hold none. Given a RESULT.json of `dmlconform run`, each cell shows matched/cases.
+    """Cases per data type × rank × feature level, per operator, and the cells with none.
+
+    One matrix per level of each operator's support table. Given a RESULT.json of `dmlconform run`, each cell
+    shows matched/cases.
 
     Exit status: 0 every cell holds a case, 1 some cell holds none, 2 unusable input."""
     from dmlconform.report.coverage import coverage_json, render_coverage

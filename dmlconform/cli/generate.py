@@ -66,7 +66,9 @@ def ensure_full_tier(quiet: bool = False) -> Path:
               "folder (OUTPUT/<tier>/) instead.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors and differences.")
 def generate(tier_name: str | None, check: bool, output: Path | None, quiet: bool) -> None:
-    """Build the generated suites from dmlconform/generation/descriptions/ (deterministic on every platform).
+    """Build the generated suites from their descriptions, or --check the committed ones.
+
+    The descriptions are dmlconform/generation/descriptions/*.yaml; the output is the same on every platform.
 
     Exit status: 0 written (or, with --check, every committed file matches), 1 --check found a difference,
     2 a description is unusable."""

@@ -70,6 +70,7 @@ def build_tier(tier: Tier, descriptions: list[Description] | None = None,
         ids: set[str] = set()
         for family in description.families:
             npz = f"data/{description.suite}-{family.name}.npz"
+            before = len(suite.cases)
             for plan in plans(family, tier):
                 if plan.id in ids:
                     raise GenerationError(f"{family.file}: family '{family.name}': case id {plan.id} is used twice")
@@ -78,8 +79,8 @@ def build_tier(tier: Tier, descriptions: list[Description] | None = None,
                 suite.cases.append(frozen)
                 if frozen.arrays:
                     suite.data.setdefault(npz, {}).update(frozen.arrays)
-            if progress is not None:
-                progress(f"{suite.name}: {family.name}")
+            if progress is not None and len(suite.cases) > before:
+                progress(f"{suite.name}: {family.name}, {len(suite.cases) - before} cases")
         if suite.cases:
             suites.append(suite)
     return suites

@@ -168,8 +168,8 @@ def _ints(entry: dict[str, Any], key: str, dims: int, default: int | None = None
 
 def shape_geometry(entry: dict[str, Any]) -> tuple[Geometry, tuple[int, ...], tuple[int, ...]]:
     """(geometry, input spatial sizes, dY spatial sizes) of a typed-in shape. The end padding is what makes the
-    pooled size equal the given output; where that would be negative (benchdnn's negative right padding) it is
-    0 and dY is smaller than the pooled size."""
+    pooled size equal the given output, and 0 where that would be negative (benchdnn's negative right padding,
+    which leaves the last rows in no window)."""
     spatial = entry.get("in")
     if not isinstance(spatial, list) or len(spatial) not in (2, 3):
         raise ValueError(f"in: {spatial!r} must be 2 or 3 spatial sizes")
