@@ -94,6 +94,14 @@ def pool_case(family: Family, case_id: str, dtype: DataType, x: TensorSpec, dy_s
                     behaviour=behaviour)
 
 
+def integer_root(value: int, degree: int) -> int:
+    """The largest s with s**degree <= value, in integers (a float root's last bit depends on the platform's libm)."""
+    root = 0
+    while (root + 1) ** degree <= value:
+        root += 1
+    return root
+
+
 def random_geometry(draw: Draw, dims: int) -> Geometry:
     window = tuple(draw.between(1, 4) for _ in range(dims))
     strides = tuple(draw.between(1, 3) for _ in range(dims))
@@ -111,7 +119,7 @@ def pool_cells(family: Family, tier: Tier) -> Iterator[Plan]:
     def make(draw: Draw, cell: Cell, case_id: str, index: int) -> CaseSpec:
         dims, style = cell.rank - 2, X_STYLES[index % len(X_STYLES)]
         geometry = random_geometry(draw, dims)
-        side = max(2, round((elements / 4) ** (1 / dims)))
+        side = max(2, integer_root(elements // 4, dims))
         spatial = tuple(draw.between(max(1, side // 2), side) for _ in range(dims))
         pooled = geometry.pooled(spatial)
         change = draw.choice([0, 0, 0, -1, 1])
