@@ -8,7 +8,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from dmlconform.cli import bundled_suites, main
+from dmlconform.cli import bundled_suites, common, main
 from dmlconform.generation import description
 
 
@@ -49,6 +49,10 @@ def tiny_descriptions(tmp_path, monkeypatch) -> Path:
     (folder / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     monkeypatch.setattr(description, "DESCRIPTIONS", folder)
     monkeypatch.setenv("DMLCONFORM_CACHE", str(tmp_path / "cache"))
+    # The bundled suites the full tier sits on: the seed examples alone keep each command quick.
+    bundled = tmp_path / "bundled"
+    shutil.copytree(bundled_suites() / "seed", bundled / "seed")
+    monkeypatch.setattr(common, "bundled_suites", lambda: bundled)
     return folder
 
 

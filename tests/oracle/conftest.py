@@ -20,7 +20,7 @@ from dmlconform.suite.loader import load_paths
 
 REPO = Path(__file__).resolve().parents[2]
 #: Largest cost (see case_cost) of a case the simulated drivers run in CI.
-ORACLE_COST = 2500
+ORACLE_COST = 1200
 
 
 def case_cost(case: Case) -> int:
