@@ -1,5 +1,5 @@
 """The `dmlconform` command line: one module per command (run, merge, crosscheck, list/ops/backends, diff,
-show, repro, report)."""
+show, repro, report, generate, coverage)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import click
 
 from dmlconform import __version__
 from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, bundled_suites
+from dmlconform.cli.coverage import coverage
 from dmlconform.cli.crosscheck import crosscheck
 from dmlconform.cli.diff import diff
+from dmlconform.cli.generate import generate
 from dmlconform.cli.listing import backends, list_cases, ops
 from dmlconform.cli.merge import merge
 from dmlconform.cli.report import report
@@ -25,5 +27,6 @@ def main() -> None:
     """Conformance tests for DirectML gradient operators."""
 
 
-for _command in (run, merge, crosscheck, list_cases, ops, backends, diff, show, repro, report):
+for _command in (run, merge, crosscheck, list_cases, ops, backends, diff, show, repro, report, generate,
+                 coverage):
     main.add_command(_command)

@@ -39,13 +39,28 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_UNUSABLE)
 
 
-def load_cases(paths: tuple[Path, ...], expression: str | None) -> list[Case]:
+TIER_HELP = ("Suite tier: smoke (seconds), standard (the default without PATHs), full (large; generated on "
+             "demand into a cache). With PATHs, only suite files of this tier or below (and files that name none).")
+
+
+def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None = None) -> list[Case]:
+    """The selected cases of the given suites, or of the bundled ones at the tier (default: standard)."""
     from dmlconform.suite import SuiteError
     from dmlconform.suite.loader import load_paths
     from dmlconform.suite.select import SelectError, select
+    from dmlconform.suite.tiers import DEFAULT, Tier
 
+    tier = Tier.parse(tier_name) if tier_name else None
+    roots = list(paths)
+    if not roots:
+        tier = tier or DEFAULT
+        roots = [bundled_suites()]
+        if tier is Tier.FULL:
+            from dmlconform.cli.generate import ensure_full_tier
+
+            roots.append(ensure_full_tier())
     try:
-        cases = load_paths(list(paths) or [bundled_suites()])
+        cases = load_paths(roots, tier)
         return select(cases, expression)
     except (SuiteError, SelectError) as exc:
         fail(str(exc))

@@ -7,15 +7,17 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from dmlconform.cli.common import load_cases, make_console
+from dmlconform.cli.common import TIER_HELP, load_cases, make_console
+from dmlconform.suite.tiers import NAMES
 
 
 @click.command("list")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-k", "expression", metavar="EXPR", help="Select cases as `run -k` does.")
-def list_cases(paths: tuple[Path, ...], expression: str | None) -> None:
+@click.option("--tier", "tier_name", type=click.Choice(NAMES), help=TIER_HELP)
+def list_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None) -> None:
     """List the cases with their operator, data type, rank and required feature level."""
-    cases = load_cases(paths, expression)
+    cases = load_cases(paths, expression, tier_name)
     table = Table("case", "op", "dtype", "rank", "required", "kind")
     for case in cases:
         kind = "invalid" if case.expect_invalid else ("candidates" if case.candidates else "single")

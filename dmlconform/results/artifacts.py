@@ -29,7 +29,7 @@ def artifact_folder(directory: Path, case_id: str) -> Path:
 def save_npy(path: Path, array: np.ndarray) -> None:
     """An array as a .npy file (C order, no pickle: what NumPy, DxDispatch and the suite loader all read)."""
     buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    np.save(buffer, np.asarray(array, order="C"), allow_pickle=False)  # ascontiguousarray makes 0-d arrays 1-d
     write_atomically(path, buffer.getvalue())
 
 

@@ -40,17 +40,21 @@ def test_corrupted_yaml_goldens_are_suspect(broken_suite: Path, tmp_path: Path):
 
 
 def test_one_changed_value_in_a_generated_golden_is_suspect(tmp_path: Path):
-    """A copy of a suite whose expected values live in an .npz, with one float32 element moved by a thousandth."""
-    suite = tmp_path / "resample_grad1"
-    shutil.copytree(bundled_suites() / "resample_grad1", suite)
-    key = "float32-linear-decreasing-rank2-1.out"
-    arrays = dict(np.load(suite / "data" / "random.npz"))
-    flat = arrays[key].reshape(-1)
+    """A copy of a generated suite whose expected values live in an .npz, one float32 element moved by a thousandth."""
+    suite = tmp_path / "standard"
+    suite.mkdir()
+    shutil.copy(bundled_suites() / "standard" / "resample_grad1.yaml", suite)
+    shutil.copytree(bundled_suites() / "standard" / "data", suite / "data")
+    case_id = "grid-linear-increasing-down-frac-quarter-float32"
+    archive = suite / "data" / "resample_grad1-grid.npz"
+    arrays = dict(np.load(archive))
+    flat = arrays[f"{case_id}.out"].reshape(-1)
     flat[0] = np.nextafter(flat[0], np.float32(np.inf)) + np.float32(abs(flat[0]) * 1e-3)
-    np.savez(suite / "data" / "random.npz", **arrays)
-    result = crosscheck(str(suite / "random.yaml"), "--backends", "numpy,torch", "--json", str(tmp_path / "r.json"))
+    np.savez(archive, **arrays)
+    result = crosscheck(str(suite / "resample_grad1.yaml"), "-k", "grid-linear", "--backends", "numpy,torch",
+                        "--json", str(tmp_path / "r.json"))
     assert result.exit_code == 1, result.output
-    assert load(tmp_path / "r.json")["golden_suspect"] == ["resample_grad1.random/float32-linear-decreasing-rank2-1"]
+    assert load(tmp_path / "r.json")["golden_suspect"] == [f"resample_grad1.standard/{case_id}"]
 
 
 def test_the_bundled_seed_suite_has_no_suspect_golden():

@@ -22,7 +22,7 @@ def invoke(*args: str):
 
 
 def test_three_shards_merged_equal_the_full_run(tmp_path: Path, broken_suite: Path) -> None:
-    suites = [str(bundled_suites()), str(broken_suite)]
+    suites = [str(bundled_suites()), str(broken_suite), "--tier", "smoke"]  # smoke: the point is the merging
     full = invoke("run", *suites, "--json", str(tmp_path / "full.json"))
     assert full.exit_code == 1  # the two broken goldens
     for index in (1, 2, 3):
@@ -59,7 +59,7 @@ def test_merge_reports_missing_shards_and_refuses_other_runs(tmp_path: Path) -> 
 def test_a_run_killed_with_sigkill_resumes_to_the_same_result_with_no_case_run_twice(tmp_path: Path) -> None:
     log = tmp_path / "served.log"
     harness = f"{HARNESS} --delay 0.05 --log-served {log}"
-    args = ["run", str(bundled_suites()), "-k", "relu_grad", "--backend", "native", "--harness", harness,
+    args = ["run", str(bundled_suites()), "--tier", "smoke", "-k", "relu_grad", "--backend", "native", "--harness", harness,
             "--retries", "0", "--json", str(tmp_path / "r.json"), "--jobs", "2"]
     journal = tmp_path / "r.journal.jsonl"
     process = start(args)
@@ -79,7 +79,8 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result_with_no_case_run_t
     served_on_resume = [line.split()[0] for line in log.read_text().split("\n")[:-1][len(first_log):]]
     assert sorted(served_on_resume) == sorted(set(all_ids) - journaled)  # each remaining case once, none again
     assert journaled <= {line.split()[0] for line in first_log}
-    reference = invoke("run", str(bundled_suites()), "-k", "relu_grad", "--backend", "native", "--harness", HARNESS,
+    reference = invoke("run", str(bundled_suites()), "--tier", "smoke", "-k", "relu_grad", "--backend", "native",
+                       "--harness", HARNESS,
                        "--retries", "0", "--json", str(tmp_path / "whole.json"))
     assert reference.exit_code == 0
     assert cases_without_timing(document) == cases_without_timing(load(tmp_path / "whole.json"))
@@ -166,8 +167,8 @@ def test_a_harness_that_fails_a_case_one_time_in_two_is_reported_flake(tmp_path:
 
 def test_jobs_2_on_the_native_backend_equals_the_serial_run(tmp_path: Path) -> None:
     for jobs in ("1", "2"):
-        result = invoke("run", "--backend", "native", "--harness", HARNESS, "--jobs", jobs, "--json",
-                        str(tmp_path / f"j{jobs}.json"))
+        result = invoke("run", "--tier", "smoke", "--backend", "native", "--harness", HARNESS, "--jobs", jobs,
+                        "--json", str(tmp_path / f"j{jobs}.json"))
         assert result.exit_code == 0, result.output
     serial, parallel = load(tmp_path / "j1.json"), load(tmp_path / "j2.json")
     assert len(serial["cases"]) == serial["suite"]["cases"] > 300

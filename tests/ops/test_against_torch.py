@@ -373,8 +373,18 @@ def _torch_for_case(case):
                 return None
         elif _fp32_denormal(x, dt) or float(low) >= float(high):
             return None
-        name = "nan-passes" if dt.is_float and np.isnan(x).any() else next(iter(answers))
-        return (name, torch_clip_grad(x, dy, low, high)) if name in answers else None
+        result = torch_clip_grad(x, dy, low, high)
+        name = next(iter(answers))
+        if dt.is_float and np.isnan(x).any() and "nan-passes" in answers:
+            # torch's CPU hardtanh backward passes the gradient at NaN in its scalar loop and zeroes it in its
+            # vectorised one, so one tensor can get both readings: away from NaN torch must agree exactly; at
+            # NaN its answer must be one of the two candidates' (dY or 0).
+            at_nan = np.isnan(x)
+            either = (result == dy) | (result == 0) | (np.isnan(result) & np.isnan(dy))
+            assert either[at_nan].all(), case.full_id
+            name = "nan-passes"
+            result = np.where(at_nan, answers[name]["OutputGradientTensor"], result)
+        return (name, result) if name in answers else None
     if op == "SLICE_GRAD":
         dy = case.inputs["InputGradientTensor"]
         return next(iter(answers)), torch_slice_grad(dy, case.description.output.shape, p["InputWindowOffsets"],

@@ -159,20 +159,18 @@ def _through_float64(values: np.ndarray, knobs: Knobs) -> np.ndarray:
 
 def _fp16_result(value: np.floating, terms: Terms, knobs: Knobs) -> np.floating:
     """Bugs in how a float16 result is produced from its sum."""
-    if value.dtype != np.float16 or not np.isfinite(value):
+    if value.dtype != np.float16 or knobs.bug not in ("fp16-double-rounding", "fp16-truncating-conversion"):
         return value
-    finite = all(np.isfinite(v) for _, v in terms)
-    exact_sum = sum((weight_value(w) * exact(v) for w, v in terms), Fraction(0)) if finite else None
-    if exact_sum is None:
+    if not all(np.isfinite(v) for _, v in terms):
         return value
+    exact_sum = sum((weight_value(w) * exact(v) for w, v in terms), Fraction(0))
     if knobs.bug == "fp16-double-rounding":
         return round_fraction(exact(round_fraction(exact_sum, np.dtype(np.float32))), np.dtype(np.float16))
-    if knobs.bug == "fp16-truncating-conversion":
-        nearest = round_fraction(exact_sum, np.dtype(np.float16))
-        if abs(exact(nearest)) > abs(exact_sum):
-            return np.nextafter(nearest, np.float16(0))
-        return nearest
-    return value
+    # Truncation (round toward zero) never overflows: a sum past the largest fp16 value gives that value.
+    nearest = round_fraction(exact_sum, np.dtype(np.float16))
+    if not np.isfinite(nearest) or abs(exact(nearest)) > abs(exact_sum):
+        return np.nextafter(nearest, np.float16(0))
+    return nearest
 
 
 def _finish_sums(terms_per_element: dict[int, Terms], shape: tuple[int, ...], dtype: np.dtype,
@@ -526,6 +524,8 @@ BUGS: tuple[tuple[str, str], ...] = (
     ("resample-scale-from-sizes", "ResampleGrad1 derives the scale from the tensor sizes"),
     ("resample-coordinate-in-float64", "ResampleGrad1 computes coordinates in float64 instead of float32"),
     ("fp16-denormals-flushed", "fp16 denormals flushed to zero (D3D requires them preserved)"),
+    ("fp16-truncating-conversion", "fp16 results converted by truncation (round toward zero) instead of rounding "
+     "to nearest: inside the bound for finite sums, but a sum past 65504 gives 65504 instead of infinity"),
 )
 
 #: Mistakes that no rule accepting the legitimate variants can catch, with the reason (docs/tolerances.md §6).
@@ -533,10 +533,45 @@ INSIDE_THE_BOUND: tuple[tuple[str, str, str], ...] = (
     ("fp16-double-rounding", "fp16 sums rounded to fp32, then to fp16",
      "this is what `accumulate-in-float32` does to its last partial sum; wherever it differs from the golden "
      "the element has n >= 2 or a weight that rounds, and the contract lets such an element be 1 ULP off"),
-    ("fp16-truncating-conversion", "fp16 results converted by truncation instead of rounding",
-     "off by under 1 ULP, and only where the exact sum is not an fp16 value: never at an element the rule "
-     "holds exact (those receive one fp16 copy or nothing), always within γ_K·M + ½ulp elsewhere"),
 )
+
+
+#: Which operators' code reads each knob (see the functions above): a driver that differs from `straight` only in
+#: knobs an operator never reads computes exactly what `straight` computes for that operator, so running it there
+#: proves nothing new. Every knob is listed; tests/oracle/test_mutants.py checks that.
+_ALL = frozenset({"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD", "MAX_POOLING_GRAD",
+                  "RESAMPLE_GRAD1"})
+KNOB_OPERATORS: dict[str, frozenset[str]] = {
+    "summation": frozenset(_SUMMING),
+    "zero": _ALL,
+    "relu_nan": frozenset({"ACTIVATION_RELU_GRAD"}),
+    "clip_nan": frozenset({"ELEMENT_WISE_CLIP_GRAD1"}),
+    "pool_nan": frozenset({"MAX_POOLING_GRAD"}),
+    "pool_padding_only": frozenset({"MAX_POOLING_GRAD"}),
+    "resample_offsets": frozenset({"RESAMPLE_GRAD1"}),
+    "zero_weight_taps": frozenset({"RESAMPLE_GRAD1"}),
+    "fp32_denormals": frozenset({"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "MAX_POOLING_GRAD",
+                                 "RESAMPLE_GRAD1"}),
+    "coordinates": frozenset({"RESAMPLE_GRAD1"}),
+    "pool_gradient_size": frozenset({"MAX_POOLING_GRAD"}),
+}
+#: Bugs whose code sits in one operator's function, by name prefix; any other bug may show anywhere.
+_BUG_PREFIXES = {"relu-": "ACTIVATION_RELU_GRAD", "clip-": "ELEMENT_WISE_CLIP_GRAD1", "slice-": "SLICE_GRAD",
+                 "pool-": "MAX_POOLING_GRAD", "resample-": "RESAMPLE_GRAD1"}
+_BUGS_EVERYWHERE = {"slice-no-zero-fill"}  # `_zeros` serves every operator
+
+
+def operators_affected(knobs: Knobs) -> frozenset[str]:
+    """The operators on which this driver can differ from `straight`."""
+    if knobs.bug is not None:
+        if knobs.bug == "integer-sums-saturate":
+            return frozenset(_SUMMING)
+        for prefix, op in _BUG_PREFIXES.items():
+            if knobs.bug.startswith(prefix) and knobs.bug not in _BUGS_EVERYWHERE:
+                return frozenset({op})
+        return _ALL
+    changed = [name for name in KNOB_OPERATORS if name != "bug" and getattr(knobs, name) != getattr(STRAIGHT, name)]
+    return frozenset().union(*(KNOB_OPERATORS[name] for name in changed)) if changed else _ALL
 
 
 def _bug(name: str, summary: str) -> Knobs:

@@ -29,8 +29,10 @@ def _places(node, prefix=()):
 
 
 def test_mutated_suites_fail_cleanly(tmp_path: Path):
-    documents = [yaml.safe_load(p.read_text()) for p in sorted(bundled_suites().rglob("*.yaml"))
-                 if "random" not in p.name]
+    # The hand-written suites: the generated ones keep their data in .npz files beside them, which a mutated copy
+    # elsewhere cannot reach.
+    documents = [document for p in sorted(bundled_suites().rglob("*.yaml"))
+                 if "tier" not in (document := yaml.safe_load(p.read_text()))]
     rng = random.Random(2026)
     path = tmp_path / "mutated.yaml"
     refused = loaded = 0

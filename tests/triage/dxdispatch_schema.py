@@ -183,7 +183,8 @@ def check_model(path: Path) -> list[str]:
                 tensor = target["desc"].get(point)
                 if resource not in sizes:
                     problems.append(f"command {number}: {point} binds unknown resource {resource!r}")
-                elif isinstance(tensor, dict) and sizes[resource] != math.prod(tensor.get("Sizes") or [0]):
+                elif isinstance(tensor, dict) and sizes[resource] != (math.prod(tensor["Sizes"]) if isinstance(
+                        tensor.get("Sizes"), list) else 0):  # Sizes [] (rank 0, a negative case) is one element
                     problems.append(f"command {number}: {point} has {math.prod(tensor['Sizes'])} elements, resource "
                                     f"{resource} {sizes[resource]}")
         elif kind in ("print", "writeFile"):

@@ -42,6 +42,8 @@ def test_every_bundled_case_round_trips_through_a_bundle_and_judges_the_same(bun
                              "test", HIGHEST)
         assert check.ok, (case.full_id, check)
         statuses.add(check.bundle_status)
+        if any(0 in tensor.shape for tensor in case.description.tensors.values()):
+            continue  # a negative case with an empty tensor: D3D12 has no empty resources for the model to declare
         assert check_model(folder / MODEL) == [], case.full_id
     assert {Status.FAIL, None} <= statuses  # wrong answers failed; negative cases have no outputs to judge
 

@@ -42,9 +42,13 @@ def test_terms_add_up_to_the_reference_sum_and_count(drifted) -> None:
     cases, results = drifted
     checked = 0
     for case, result in zip(cases, results, strict=True):
-        for element in inspect_case(case, result.actual_outputs).elements:
+        inspection = inspect_case(case, result.actual_outputs)
+        for element in inspection.elements:
             data = element.accumulated
-            assert data is not None and data.terms is not None
+            assert data is not None
+            if data.terms is None:  # a gradient too large to probe says so
+                assert any(note.startswith("terms not listed") for note in inspection.notes), case.full_id
+                continue
             if data.terms_total <= TERMS_SHOWN:
                 assert math.fsum(t.value for t in data.terms) == pytest.approx(data.value, rel=1e-12, abs=1e-300)
                 assert math.fsum(abs(t.value) for t in data.terms) <= data.abs_sum * (1 + 1e-12)

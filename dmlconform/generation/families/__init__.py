@@ -1,0 +1,8 @@
+"""Family builders by kind name: each turns a family of a description into plans for one tier's new cases."""
+
+from __future__ import annotations
+
+from dmlconform.generation.families import elementwise, negative, pooling, resample, slice
+
+KINDS = {**elementwise.KINDS, **slice.KINDS, **pooling.KINDS, **resample.KINDS,
+         **negative.KINDS}

@@ -1,0 +1,235 @@
+"""Families of the element-wise select gradients, ReluGrad and ClipGrad1: dX = keep(X) ? dY : 0.
+
+X is drawn so that every comparison the operator makes is exercised at its edge: ReluGrad's X holds ±0,
+the smallest normals, ±inf and the type's extremes beside ordinary values of both signs; ClipGrad1's X
+holds Min and Max themselves, their neighbours one step either side, values strictly between and outside,
+and the type's extremes (for 64-bit integers these lie far beyond 2^53, where a comparison made through a
+double goes wrong).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from dmlconform.dtypes import DataType
+from dmlconform.generation.description import Family
+from dmlconform.generation.draw import Draw, shape_for
+from dmlconform.generation.families.common import (
+    Cell,
+    Plan,
+    cell_plans,
+    cells,
+    generated,
+    gradient_spec,
+    python_scalar,
+    tensor,
+)
+from dmlconform.generation.spec import FLUSHED, CaseSpec, TensorSpec
+from dmlconform.generation.values import distinct_nonzero, gradients, next_toward, pick, specials
+from dmlconform.ops.base import Operator
+from dmlconform.suite.tiers import Tier
+
+RELU = "ACTIVATION_RELU_GRAD"
+NAN_BEHAVIOUR = {RELU: "relu-nan-input", "ELEMENT_WISE_CLIP_GRAD1": "clip-nan-input"}
+
+
+def _zeros(dtype: DataType) -> list[np.generic]:
+    t = dtype.numpy.type
+    return [t(0), t(-0.0)] if dtype.is_float else [t(0)]
+
+
+def relu_x(dtype: DataType, count: int, draw: Draw) -> np.ndarray:
+    """X for ReluGrad: a third of the elements at an edge (±0, ±1, ±tiny, ±inf, extremes), the rest distinct."""
+    t = dtype.numpy.type
+    edges = np.array([*_zeros(dtype), t(1), *specials(dtype, with_nan=False)]
+                     + ([t(-1)] if dtype.is_signed else []), dtype=dtype.numpy)
+    values = distinct_nonzero(dtype, count, draw, exponents=(-8, 8))
+    at_edge = draw.indices(count, 3) == 0
+    values[at_edge] = pick(edges, int(at_edge.sum()), draw)
+    return values
+
+
+def clip_bounds(dtype: DataType, draw: Draw) -> tuple[np.generic, np.generic]:
+    """Min < Max with room between them: ordinary values, or one bound at the type's edge or at zero."""
+    t = dtype.numpy.type
+    style = draw.below(6)
+    if dtype.is_float:
+        low, high = sorted(distinct_nonzero(dtype, 2, draw, exponents=(-3, 3)).tolist())
+        low, high = t(low), t(high)
+        if style == 1:
+            low = t(-0.0) if high > 0 else low
+        elif style == 2:
+            high = t(np.finfo(dtype.numpy).max)
+        elif style == 3:
+            low = t(-np.finfo(dtype.numpy).max)
+        return low, high
+    info = np.iinfo(dtype.numpy)
+    low_limit, high_limit = int(info.min), int(info.max)
+    if style == 1:
+        return t(low_limit), t(draw.between(low_limit + 2, high_limit))
+    if style == 2:
+        return t(draw.between(low_limit, high_limit - 2)), t(high_limit)
+    if style == 3:  # one value strictly inside
+        low = draw.between(low_limit, high_limit - 2)
+        return t(low), t(low + 2)
+    a, b = sorted(int(v) for v in distinct_nonzero(dtype, 2, draw))
+    if b - a < 2:
+        a, b = (a, a + 2) if a + 2 <= high_limit else (a - 2, a)
+    return t(a), t(b)
+
+
+def clip_x(dtype: DataType, count: int, draw: Draw, low: np.generic, high: np.generic) -> np.ndarray:
+    """X for ClipGrad1: half the elements at or next to a bound or an edge of the type, a quarter strictly
+    between the bounds, a quarter anywhere."""
+    t = dtype.numpy.type
+    edges = [low, high, next_toward(low, -np.inf), next_toward(low, np.inf), next_toward(high, -np.inf),
+             next_toward(high, np.inf), *_zeros(dtype), *specials(dtype, with_nan=False)]
+    edge_pool = np.unique(np.array(edges, dtype=dtype.numpy))
+    if dtype.is_float:
+        span = draw.unit(count)
+        with np.errstate(over="ignore", invalid="ignore"):
+            between = (np.float64(low) + (np.float64(high) - np.float64(low)) * span).astype(dtype.numpy)
+    else:
+        between = np.array([t(draw.between(int(low) + 1, int(high) - 1)) for _ in range(count)], dtype=dtype.numpy)
+    between = np.where((between > low) & (between < high), between, next_toward(low, np.inf))
+    anywhere = distinct_nonzero(dtype, count, draw, exponents=(-8, 8))
+    role = draw.indices(count, 4)
+    values = np.where(role == 0, between, anywhere)
+    values[role >= 2] = pick(edge_pool, int((role >= 2).sum()), draw)
+    return values
+
+
+def _x_for(op: Operator, dtype: DataType, count: int, draw: Draw) -> tuple[np.ndarray, dict]:
+    if op.name == RELU:
+        return relu_x(dtype, count, draw), {}
+    low, high = clip_bounds(dtype, draw)
+    return clip_x(dtype, count, draw, low, high), {"Min": python_scalar(low), "Max": python_scalar(high)}
+
+
+def _case(family: Family, case_id: str, x: np.ndarray, dy: np.ndarray, params: dict, tags: tuple[str, ...],
+          candidates: dict[str, str] | None = None, behaviour: str | None = None) -> CaseSpec:
+    inputs = {"InputTensor": tensor(x), "InputGradientTensor": tensor(dy)}
+    return CaseSpec(case_id, family.op.name, params, inputs, TensorSpec(tensor(dy).dtype, dy.shape),
+                    tags=("generated", family.name, *tags), candidates=candidates or {}, behaviour=behaviour)
+
+
+def select_cells(family: Family, tier: Tier) -> Iterator[Plan]:
+    """Per (data type, rank) cell of the table: edge-heavy X, distinct gradients with the type's specials."""
+    elements = family.per_tier("elements", tier)
+
+    def make(draw: Draw, cell: Cell, case_id: str, index: int) -> CaseSpec:
+        shape = shape_for(draw, cell.rank, elements)
+        count = int(np.prod(shape))
+        x, params = _x_for(family.op, cell.dtype, count, draw)
+        dy = gradients(cell.dtype, count, draw)
+        return _case(family, case_id, x.reshape(shape), dy.reshape(shape), params, ())
+
+    return cell_plans(family, tier, make)
+
+
+def select_large(family: Family, tier: Tier) -> Iterator[Plan]:
+    """Large tensors from `generate:` specs (nothing stored but the expected output), one data type after another."""
+    elements = family.per_tier("elements", tier)
+    table = cells(family.op)
+    for index in family.new_in(tier):
+        cell = table[(index * 7) % len(table)]
+        case_id = f"{family.name}-{cell.label}-{index}"
+
+        def make(draw: Draw, cell=cell, case_id=case_id) -> CaseSpec:
+            dtype = cell.dtype
+            shape = shape_for(draw, cell.rank, elements)
+            seed = draw.below(2**31)
+            params: dict = {}
+            if dtype.is_float:
+                x_spec = {"dist": "normal", "seed": seed, "std": 2}
+                dy_spec = gradient_spec(dtype, seed + 1)
+                if family.op.name != RELU:
+                    params = {"Min": -1.5, "Max": 2.25}
+            else:
+                signed = dtype.is_signed
+                x_spec = {"dist": "ints", "seed": seed, "low": -50 if signed else 0, "high": 50 if signed else 100}
+                dy_spec = gradient_spec(dtype, seed + 1)
+                if family.op.name != RELU:
+                    params = {"Min": -20, "Max": 30} if signed else {"Min": 20, "Max": 70}
+            inputs = {"InputTensor": generated(dtype, shape, x_spec), "InputGradientTensor": generated(dtype, shape,
+                                                                                                     dy_spec)}
+            return CaseSpec(case_id, family.op.name, params, inputs, TensorSpec(dtype, shape),
+                            tags=("generated", family.name, "large"))
+
+        yield Plan(case_id, (index,), make)
+
+
+def select_nan(family: Family, tier: Tier) -> Iterator[Plan]:
+    """NaN in X, which the pages leave open: each reference variant's reading is a candidate."""
+    elements = family.per_tier("elements", tier)
+    floats = [c for c in cells(family.op) if c.dtype.is_float]
+    for index in family.new_in(tier):
+        cell = floats[(index * 5) % len(floats)]
+        case_id = f"{family.name}-{cell.label}-{index}"
+
+        def make(draw: Draw, cell=cell, case_id=case_id) -> CaseSpec:
+            shape = shape_for(draw, cell.rank, max(4, elements))
+            count = int(np.prod(shape))
+            x, params = _x_for(family.op, cell.dtype, count, draw)
+            nan_places = draw.shuffled(range(count))[: max(1, count // 5)]
+            x[nan_places] = np.nan
+            dy = gradients(cell.dtype, count, draw, with_specials=False)
+            return _case(family, case_id, x.reshape(shape), dy.reshape(shape), params, ("nan", "candidates"),
+                         {variant: variant for variant in family.op.variants}, NAN_BEHAVIOUR[family.op.name])
+
+        yield Plan(case_id, (index,), make)
+
+
+def select_denormals(family: Family, tier: Tier) -> Iterator[Plan]:
+    """fp32 denormals in X or in dY: `preserved` (the pages' arithmetic) or `flushed` to a zero of the same sign,
+    which D3D allows for fp32."""
+    elements = family.per_tier("elements", tier)
+    f32 = [c for c in cells(family.op) if c.dtype is DataType.FLOAT32]
+    for index in family.new_in(tier):
+        cell = f32[(index * 3) % len(f32)]
+        in_x = index % 2 == 0
+        case_id = f"{family.name}-{'x' if in_x else 'dy'}-{cell.label}-{index}"
+
+        def make(draw: Draw, cell=cell, in_x=in_x, case_id=case_id) -> CaseSpec:
+            shape = shape_for(draw, cell.rank, max(4, elements))
+            count = int(np.prod(shape))
+            x, params = _x_for(family.op, cell.dtype, count, draw)
+            dy = gradients(cell.dtype, count, draw, with_specials=False)
+            tiny = np.finfo(np.float32).tiny
+            denormals = (draw.unit(count) * tiny).astype(np.float32)
+            denormals[denormals == 0] = np.float32(np.finfo(np.float32).smallest_subnormal)
+            signs = np.where(draw.indices(count, 2) == 0, np.float32(-1), np.float32(1))
+            places = np.array(draw.shuffled(range(count))[: max(1, count // 3)])
+            if in_x:
+                if family.op.name != RELU:  # a bound at zero, so that flushing moves X across it
+                    params = {"Min": 0.0, "Max": float(np.float32(abs(params["Max"]) + 1))}
+                x[places] = denormals[places] * signs[places]
+            else:
+                dy[places] = denormals[places] * signs[places]
+            behaviour = "fp32-denormal-input" if in_x else "fp32-denormal-gradient"
+            return _case(family, case_id, x.reshape(shape), dy.reshape(shape), params, ("denormal", "candidates"),
+                         {"preserved": family.op.variants[0], "flushed": FLUSHED}, behaviour)
+
+        yield Plan(case_id, (index,), make)
+
+
+def select_one_element(family: Family, tier: Tier) -> Iterator[Plan]:
+    """One element (every dimension 1, rank 1 to 8) in each data type, X on the side that keeps the gradient."""
+    dtypes = sorted(family.op.support.all_dtypes, key=lambda d: d.value)
+    for index in family.new_in(tier):
+        dtype = dtypes[index % len(dtypes)]
+        case_id = f"{family.name}-{dtype.name.lower()}-{index}"
+
+        def make(draw: Draw, dtype=dtype, case_id=case_id) -> CaseSpec:
+            shape = (1,) * (1 + draw.below(8))
+            x, params = _x_for(family.op, dtype, 1, draw)
+            dy = gradients(dtype, 1, draw, with_specials=False)
+            return _case(family, case_id, x.reshape(shape), dy.reshape(shape), params, ("one-element",))
+
+        yield Plan(case_id, (index,), make)
+
+
+KINDS = {"select-cells": select_cells, "select-one-element": select_one_element, "select-large": select_large,
+         "select-nan": select_nan, "select-denormals": select_denormals}

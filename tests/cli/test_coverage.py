@@ -1,0 +1,53 @@
+"""`dmlconform coverage`: the bundled tables have no empty cell; a gap is listed and fails; a result is laid over."""
+
+import json
+
+from click.testing import CliRunner
+
+from dmlconform.cli import bundled_suites, main
+
+SEED = bundled_suites() / "seed" / "seed_examples.yaml"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_the_standard_tier_leaves_no_cell_empty():
+    result = invoke("coverage", "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["format"] == "dmlconform-coverage/v1" and data["tier"] == "standard" and data["empty_cells"] == 0
+    slice_cells = data["operators"]["SLICE_GRAD"]["cells"]
+    assert len(slice_cells) == 88 and all(cell["cases"] >= 3 for cell in slice_cells)
+    assert {c["level"] for c in slice_cells if c["dtype"] == "INT8" and c["rank"] in (4, 5)} == {"3_0"}
+    assert data["operators"]["MAX_POOLING_GRAD"]["levels"] == ["3_0", "4_0"]
+
+
+def test_smoke_covers_every_cell_too():
+    assert invoke("coverage", "--tier", "smoke", "--json", "-").exit_code == 0
+
+
+def test_a_suite_with_gaps_lists_them_and_exits_1():
+    result = invoke("coverage", "--suites", str(SEED))
+    assert result.exit_code == 1
+    assert "empty cell(s):" in result.stdout and "SLICE_GRAD FLOAT64 rank 1 (admitted from 4_1)" in result.stdout
+    assert "ACTIVATION_RELU_GRAD at 5_1" in result.stdout
+
+
+def test_a_result_shows_matched_cases_per_cell(tmp_path):
+    report = tmp_path / "r.json"
+    assert CliRunner().invoke(main, ["run", str(SEED), "--json", str(report)]).exit_code == 0
+    result = invoke("coverage", str(report), "--suites", str(SEED), "--json", str(tmp_path / "c.json"))
+    assert result.exit_code == 1  # the seed examples leave cells empty
+    data = json.loads((tmp_path / "c.json").read_text())
+    filled = [c for op in data["operators"].values() for c in op["cells"] if c["cases"]]
+    assert filled and all(c["matched"] == c["cases"] and c["failed"] == 0 for c in filled)
+    assert "1/1" in invoke("coverage", str(report), "--suites", str(SEED)).stdout
+
+
+def test_an_unreadable_result_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    result = invoke("coverage", str(bad))
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and str(bad) in result.stderr

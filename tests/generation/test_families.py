@@ -1,0 +1,86 @@
+"""Family builders: what the descriptions promise shows in what they build."""
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from dmlconform.generation.build import build_tier, load_descriptions
+from dmlconform.generation.description import Family
+from dmlconform.generation.families import KINDS
+from dmlconform.generation.families.negative import CONSTRAINTS
+from dmlconform.generation.families.pooling import shape_geometry
+from dmlconform.generation.writer import render
+from dmlconform.ops import find_operator
+from dmlconform.suite.tiers import Tier
+
+
+def family(kind: str, op: str, counts: dict, **settings) -> Family:
+    return Family(Path(__file__), find_operator(op), "f", kind, 7, counts, "test family", settings)
+
+
+def built(fam: Family, tier: Tier):
+    from dmlconform.generation.build import freeze_plan, plans
+
+    return [freeze_plan(fam, plan, "d.npz") for plan in plans(fam, tier)]
+
+
+def test_a_case_depends_on_its_key_not_on_how_many_cases_the_family_has():
+    small = built(family("slice-cells", "SLICE_GRAD", {Tier.SMOKE: 1, Tier.STANDARD: 2}, elements={"smoke": 8},
+                         strides=[1, -2]), Tier.STANDARD)
+    large = built(family("slice-cells", "SLICE_GRAD", {Tier.SMOKE: 1, Tier.STANDARD: 3}, elements={"smoke": 8},
+                         strides=[1, -2]), Tier.STANDARD)
+    by_id = {case.id: case for case in large}
+    for case in small:
+        assert case.entry == by_id[case.id].entry
+        assert all(np.array_equal(a, by_id[case.id].arrays[k]) for k, a in case.arrays.items())
+    assert len(large) == 2 * len(small) == 2 * 88
+
+
+def test_generating_twice_gives_the_same_files():
+    first, second = (render(Tier.SMOKE, build_tier(Tier.SMOKE)) for _ in range(2))
+    assert first.manifest == second.manifest and first.files.keys() == second.files.keys()
+
+
+def test_benchdnn_shapes_convert_to_dml_geometry():
+    # ih13 oh14 kh3 ph3: padding equal to the kernel, so the first window reads padding only; pad_r = 13 - 13 + 3 - 3.
+    geometry, spatial, out = shape_geometry({"in": [13, 13], "out": [14, 14], "window": [3, 3], "start": [3, 3]})
+    assert geometry.start == (3, 3) and geometry.end == (0, 0) and geometry.pooled(spatial) == out
+    # iw30 ow14 kw3 sw2: benchdnn's right padding is 26 - 30 + 3 = -1, so EndPadding 0; the pooled size is 14 too.
+    geometry, spatial, out = shape_geometry({"in": [20, 30], "out": [17, 14], "window": [4, 3], "strides": [1, 2]})
+    assert geometry.end == (0, 0) and geometry.pooled(spatial) == (17, 14)
+    # id10 od4 kd3 sd2 (benchdnn's negative_pd_r): right padding 6 - 10 + 3 = -1, so EndPadding 0.
+    geometry, spatial, out = shape_geometry({"in": [10, 10, 10], "out": [4, 4, 4], "window": [3, 3, 3],
+                                             "strides": [2, 2, 2]})
+    assert geometry.end == (0, 0, 0) and geometry.pooled(spatial) == (4, 4, 4)
+    # A window of 16 with stride 16 and padding 16 on an input of 16: windows 0 and 2 read padding only.
+    geometry, spatial, out = shape_geometry({"in": [16, 16], "out": [3, 3], "window": [16, 16], "strides": [16, 16],
+                                             "start": [16, 16]})
+    assert geometry.end == (16, 16) and geometry.pooled(spatial) == out
+
+
+def test_padding_only_windows_become_candidate_cases():
+    suites = {s.name: s for s in build_tier(Tier.STANDARD)}
+    pooling = suites["max_pooling_grad.standard"].cases
+    kernel_in_padding = [c for c in pooling if "kip-both-1" in c.id]
+    assert kernel_in_padding and kernel_in_padding[0].entry["behaviour"] == "maxpool-padding-only-window"
+    assert set(kernel_in_padding[0].entry["candidates"]) == {"dropped", "edge-clamped"}
+
+
+def test_every_constraint_is_listed_by_some_description_and_refused_as_named():
+    listed = Counter()
+    for description in load_descriptions():
+        for fam in description.families:
+            if fam.kind == "negative":
+                listed.update(fam.settings["constraints"])
+    assert set(listed) == set(CONSTRAINTS)
+    refuse = family("negative", "SLICE_GRAD", {Tier.STANDARD: 1}, constraints=["stride-zero", "window-past-end"])
+    cases = built(refuse, Tier.STANDARD)
+    assert [c.id for c in cases] == ["f-stride-zero-axis0", "f-stride-zero-axis1", "f-window-past-end-axis0",
+                                     "f-window-past-end-axis1"]
+    assert all(c.entry["expect"] == "invalid" for c in cases)
+
+
+def test_every_kind_is_used_by_a_bundled_description():
+    used = {fam.kind for description in load_descriptions() for fam in description.families}
+    assert used == set(KINDS)
