@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import click
-from rich.console import Console
-
-from dmlconform.case import Case
-from dmlconform.feature_levels import FeatureLevel
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dmlconform.case import Case
+    from dmlconform.feature_levels import FeatureLevel
     from dmlconform.results.expectations import Expectations
     from dmlconform.run_result import RunResult
 
@@ -27,6 +27,8 @@ def bundled_suites() -> Path:
 
 
 def make_console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
     console = Console(stderr=stderr)
     if not console.is_terminal:
         console = Console(stderr=stderr, width=120)
@@ -52,6 +54,8 @@ def load_cases(paths: tuple[Path, ...], expression: str | None) -> list[Case]:
 
 
 def parse_level(text: str | None) -> FeatureLevel | None:
+    from dmlconform.feature_levels import FeatureLevel
+
     if text is None:
         return None
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from dmlconform.cli.common import load_cases, make_console
 
@@ -15,6 +14,8 @@ from dmlconform.cli.common import load_cases, make_console
 @click.option("-k", "expression", metavar="EXPR", help="Select cases as `run -k` does.")
 def list_cases(paths: tuple[Path, ...], expression: str | None) -> None:
     """List the cases with their operator, data type, rank and required feature level."""
+    from rich.table import Table
+
     cases = load_cases(paths, expression)
     table = Table("case", "op", "dtype", "rank", "required", "kind")
     for case in cases:
@@ -29,6 +30,8 @@ def list_cases(paths: tuple[Path, ...], expression: str | None) -> None:
 @click.command()
 def ops() -> None:
     """Show each operator's support table (from its seed page) and the reference's variants."""
+    from rich.table import Table
+
     from dmlconform.ops import OPERATORS
 
     table = Table("operator", "from level", "ranks", "data types", "variants")
