@@ -15,13 +15,16 @@ from dmlconform.compare.tolerance import Tolerance
 from dmlconform.ops import find_operator
 from dmlconform.ops.base import Description, DescriptionError, Operator, ParamError, TensorDesc
 from dmlconform.suite import SuiteError
-from dmlconform.suite.tensors import TensorError, read_desc, read_tensor
+from dmlconform.suite.tensors import Archives, TensorError, read_desc, read_tensor
 
 FORMAT = "dmlconform/v1"
 SUITE_SUFFIXES = (".yaml", ".yml")
 _CASE_KEYS = {"id", "op", "params", "inputs", "outputs", "candidates", "expect", "tolerance", "tags",
               "behaviour", "behavior", "note"}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+# libyaml's parser is about ten times faster than the pure-Python one and reads the same documents; PyYAML
+# ships it in its wheels, so the fallback is for a PyYAML built from source without libyaml.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
@@ -58,7 +61,7 @@ def load_suite(file: Path, root: Path) -> tuple[list[Case], str]:
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(file, f"cannot be read ({exc})") from None
     try:
-        document = yaml.safe_load(text)
+        document = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -76,19 +79,24 @@ def load_suite(file: Path, root: Path) -> tuple[list[Case], str]:
         raise SuiteError(file, "must be a non-empty list", field="cases")
     cases: list[Case] = []
     ids: set[str] = set()
-    for position, raw in enumerate(raw_cases):
-        label = raw.get("id") if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) else f"#{position + 1}"
-        case = _CaseReader(file, root, name, label).read(raw)
-        if case.id in ids:
-            raise SuiteError(file, "duplicate case id", case=case.id, field="id")
-        ids.add(case.id)
-        cases.append(case)
+    archives = Archives()
+    try:
+        for position, raw in enumerate(raw_cases):
+            label = raw.get("id") if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) else f"#{position + 1}"
+            case = _CaseReader(file, root, name, label, archives).read(raw)
+            if case.id in ids:
+                raise SuiteError(file, "duplicate case id", case=case.id, field="id")
+            ids.add(case.id)
+            cases.append(case)
+    finally:
+        archives.close()
     return cases, name
 
 
 class _CaseReader:
-    def __init__(self, file: Path, root: Path, suite: str, label: str) -> None:
+    def __init__(self, file: Path, root: Path, suite: str, label: str, archives: Archives | None = None) -> None:
         self.file, self.root, self.suite, self.label = file, root, suite, label
+        self.archives = archives
 
     def error(self, field: str, message: str) -> SuiteError:
         return SuiteError(self.file, message, case=self.label, field=field)
@@ -193,7 +201,7 @@ class _CaseReader:
 
     def tensor(self, field: str, spec: Mapping[str, Any], desc: TensorDesc, required: bool) -> np.ndarray | None:
         try:
-            return read_tensor(spec, desc, self.file, self.root, required)
+            return read_tensor(spec, desc, self.file, self.root, required, self.archives)
         except TensorError as exc:
             raise self.error(f"{field}.{exc.field}", str(exc)) from None
 

@@ -26,6 +26,24 @@ class TensorError(ValueError):
         self.field = field
 
 
+class Archives:
+    """The .npz archives one suite file reads, each opened once: a suite of generated cases names hundreds of
+    members of one archive, and reading its zip directory again for each costs more than the data."""
+
+    def __init__(self) -> None:
+        self._open: dict[Path, np.lib.npyio.NpzFile] = {}
+
+    def open(self, path: Path) -> np.lib.npyio.NpzFile:
+        if path not in self._open:
+            self._open[path] = np.load(path, allow_pickle=False)
+        return self._open[path]
+
+    def close(self) -> None:
+        for archive in self._open.values():
+            archive.close()
+        self._open.clear()
+
+
 def read_desc(spec: object) -> TensorDesc:
     if not isinstance(spec, Mapping):
         raise TensorError("", f"expected a mapping with dtype and shape, got {spec!r}")
@@ -50,7 +68,7 @@ def read_desc(spec: object) -> TensorDesc:
 
 
 def read_tensor(spec: Mapping[str, object], desc: TensorDesc, suite_file: Path, root: Path,
-                data_required: bool = True) -> np.ndarray | None:
+                data_required: bool = True, archives: Archives | None = None) -> np.ndarray | None:
     sources = [key for key in SOURCES if key in spec]
     if len(sources) > 1:
         raise TensorError(sources[1], f"give exactly one of data, file or generate, not {' and '.join(sources)}")
@@ -63,7 +81,7 @@ def read_tensor(spec: Mapping[str, object], desc: TensorDesc, suite_file: Path, 
         if source == "data":
             array = _from_data(spec["data"], desc)
         elif source == "file":
-            array = _from_file(spec["file"], desc, suite_file, root)
+            array = _from_file(spec["file"], desc, suite_file, root, archives)
         else:
             array = generate(spec["generate"], desc.dtype, desc.shape)  # type: ignore[arg-type]
     except TensorError:
@@ -92,7 +110,8 @@ def _from_data(data: object, desc: TensorDesc) -> np.ndarray:
     return elements_to_array(flat, desc.dtype).reshape(desc.shape)
 
 
-def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path) -> np.ndarray:
+def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path, archives: Archives | None
+               ) -> np.ndarray:
     if not isinstance(reference, str) or not reference:
         raise ValueError(f"{reference!r} must be a path such as x.npy or x.npz:key")
     name, _, key = reference.partition(":") if ".npz:" in reference else (reference, "", "")
@@ -107,10 +126,11 @@ def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path
         if not zipfile.is_zipfile(path):
             raise ValueError(f"{name!r} is not a readable .npz archive")
         try:
-            with np.load(path, allow_pickle=False) as archive:
-                if key not in archive.files:
-                    raise ValueError(f"{name!r} has no array {key!r} (it has {', '.join(archive.files)})")
-                array = archive[key]
+            if archives is None:
+                with np.load(path, allow_pickle=False) as archive:
+                    array = _member(archive, name, key)
+            else:
+                array = _member(archives.open(path), name, key)
         except (zipfile.BadZipFile, EOFError) as exc:
             raise ValueError(f"{name!r} is not a readable .npz archive ({exc})") from None
     elif path.suffix == ".npy":
@@ -124,3 +144,9 @@ def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path
     if array.dtype != desc.dtype.numpy:
         raise ValueError(f"{reference!r} holds {array.dtype}, but dtype says {desc.dtype.name}")
     return np.ascontiguousarray(array)
+
+
+def _member(archive: np.lib.npyio.NpzFile, name: str, key: str) -> np.ndarray:
+    if key not in archive.files:
+        raise ValueError(f"{name!r} has no array {key!r} (it has {', '.join(archive.files)})")
+    return archive[key]
