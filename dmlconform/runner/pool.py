@@ -252,11 +252,7 @@ class WorkerPool:
         idle = list(self.workers)
         busy: dict[int, _Worker] = {}  # slot -> worker
         while (pending or busy) and not self.stop.is_set():
-            while idle and pending:
-                worker = idle.pop(0)
-                if not self._send(worker, pending.popleft(), pending):
-                    continue
-                busy[worker.slot] = worker
+            self._dispatch(idle, pending, busy)
             if not busy:
                 break
             waitables = [w.conn for w in busy.values()] + [w.process.sentinel for w in busy.values()]
@@ -276,9 +272,19 @@ class WorkerPool:
                     busy[worker.slot] = worker
                     continue
                 worker.task = None
-                on_done(index, attempts.pop(index))
                 if worker.process.exitcode is None:
                     idle.append(worker)
+                # The worker starts its next case before this one is journaled and shown, so that it computes
+                # while the parent writes.
+                if not self.stop.is_set():
+                    self._dispatch(idle, pending, busy)
+                on_done(index, attempts.pop(index))
+
+    def _dispatch(self, idle: list[_Worker], pending: deque[tuple[int, Case]], busy: dict[int, _Worker]) -> None:
+        while idle and pending:
+            worker = idle.pop(0)
+            if self._send(worker, pending.popleft(), pending):
+                busy[worker.slot] = worker
 
     def _send(self, worker: _Worker, task: tuple[int, Case], pending: deque[tuple[int, Case]],
               retry: bool = False) -> bool:
