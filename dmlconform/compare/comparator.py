@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dmlconform.compare import bound
-from dmlconform.compare.accumulation import Accumulation
+from dmlconform.compare.accumulation import ElementTerms
 from dmlconform.compare.tolerance import RuleKind, Tolerance
 from dmlconform.compare.ulp import ulp_distance
 from dmlconform.dtypes import DataType
@@ -57,7 +57,7 @@ def format_value(value: np.generic) -> str:
 
 
 def judge(expected: np.ndarray, actual: np.ndarray, dtype: DataType, tolerance: Tolerance,
-          accumulation: Accumulation | None = None) -> Judgement:
+          accumulation: ElementTerms | None = None) -> Judgement:
     """Compare `actual` against `expected` (same dtype and shape, checked by the caller)."""
     if not dtype.is_float:
         tolerance = Tolerance.exact()
@@ -84,7 +84,7 @@ def _judge_integers(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tupl
 
 
 def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[int, ...], dtype: DataType,
-                  tolerance: Tolerance, accumulation: Accumulation | None) -> Judgement:
+                  tolerance: Tolerance, accumulation: ElementTerms | None) -> Judgement:
     e_nan, a_nan = np.isnan(e), np.isnan(a)
     finite = np.isfinite(e) & np.isfinite(a)
     # Non-finite pairs: NaN matches any NaN, an infinity only the same infinity (bits differ, so never).
@@ -97,10 +97,8 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
     allowed: np.ndarray | None = None
     if tolerance.kind is RuleKind.BOUND:
         assert accumulation is not None
-        count = np.broadcast_to(accumulation.count, shape).ravel()[where]
-        abs_sum = np.broadcast_to(accumulation.abs_sum, shape).ravel()[where]
-        factors = np.broadcast_to(accumulation.weight_factors, shape).ravel()[where]
-        gradients = np.broadcast_to(accumulation.abs_gradient_sum, shape).ravel()[where]
+        terms = accumulation.at(where, shape)  # only the elements being judged
+        count, abs_sum, factors, gradients = terms.count, terms.abs_sum, terms.weight_factors, terms.abs_gradient_sum
         allowed = bound.allowance(e, count, abs_sum, factors, gradients, dtype, tolerance.k)
         ok_finite = finite & (abs_error <= allowed)
         with np.errstate(invalid="ignore", divide="ignore"):
