@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -29,6 +29,7 @@ from dmlconform.ops.base import (
     ParamKind,
     Reference,
 )
+from dmlconform.ops.parallel import in_parallel
 
 SUPPORT = SupportTable((
     SupportRow(L.L3_0, 4, 4, frozenset({T.FLOAT32, T.FLOAT16})),
@@ -58,17 +59,20 @@ def argmax_indices(x: np.ndarray, out_spatial: tuple[int, ...], params: Mapping[
     """
     winners = np.empty((math.prod(x.shape[:2]), *out_spatial), dtype=np.int64)
     plane_size = math.prod(x.shape[2:])
-    for planes, local in winner_chunks(x, tuple(out_spatial), params, nan_rule):
+
+    def keep(planes: slice, local: np.ndarray) -> None:
         globally = winners[planes]
         np.add(local, planes.start * plane_size, out=globally)
         globally[local < 0] = -1
+
+    for_each_chunk(x, tuple(out_spatial), params, nan_rule, keep)
     return winners.reshape(x.shape[:2] + tuple(out_spatial))
 
 
-def winner_chunks(x: np.ndarray, out_spatial: tuple[int, ...], params: Mapping[str, tuple[int, ...]],
-                  nan_rule: str) -> Iterator[tuple[slice, np.ndarray]]:
-    """argmax_indices a chunk of whole [N*C] planes at a time: (the planes, each window's winner as a flat index
-    into the chunk). A chunk's temporaries stay in the CPU caches.
+def for_each_chunk(x: np.ndarray, out_spatial: tuple[int, ...], params: Mapping[str, tuple[int, ...]],
+                   nan_rule: str, consume: Callable[[slice, np.ndarray], None]) -> None:
+    """argmax_indices a chunk of whole [N*C] planes at a time, chunks in parallel: `consume(planes, winners)` gets
+    each window's winner as a flat index into its chunk. A chunk's temporaries stay in the CPU caches.
 
     Chunks whose windows read no NaN (and whose maxima are not -inf) take `WindowPlan.winners`: the maximum
     over the taps, then the first tap equal to it, which is what the strict `>` scan finds whatever the NaN
@@ -78,12 +82,16 @@ def winner_chunks(x: np.ndarray, out_spatial: tuple[int, ...], params: Mapping[s
     planes = x.reshape(-1, *spatial)
     plan = WindowPlan.build(spatial, out_spatial, params)
     step = max(1, CHUNK_ELEMENTS // max(math.prod(spatial), 1))
-    for first in range(0, planes.shape[0], step):
-        chunk = planes[first:first + step]
-        local = plan.winners(chunk)
-        if local is None:
-            local = scan_taps(chunk[:, None], out_spatial, params, nan_rule).reshape(chunk.shape[0], *out_spatial)
-        yield slice(first, first + chunk.shape[0]), local
+
+    def chunk(first: int) -> None:
+        with np.errstate(invalid="ignore", over="ignore"):
+            part = planes[first:first + step]
+            local = plan.winners(part)
+            if local is None:
+                local = scan_taps(part[:, None], out_spatial, params, nan_rule).reshape(part.shape[0], *out_spatial)
+            consume(slice(first, first + part.shape[0]), local)
+
+    in_parallel(chunk, range(0, planes.shape[0], step))
 
 
 @dataclass(frozen=True)
@@ -340,18 +348,20 @@ class MaxPoolingGrad(Operator):
         out_planes = out.reshape(-1, plane_size)
         gradients = dy.reshape(-1, math.prod(dy.shape[2:]))
         winners = np.empty(gradients.shape, dtype=np.int64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            for planes, local in winner_chunks(x, dy.shape[2:], desc.params, variant or self.variants[0]):
-                local = local.reshape(local.shape[0], -1)
-                grads = gradients[planes]
-                np.add(local, planes.start * plane_size, out=winners[planes])
-                routed = local >= 0
-                if not routed.all():
-                    winners[planes][~routed] = -1
-                    local, grads = local[routed], grads[routed]
-                # Each element's gradients summed in float64, then rounded once.
-                value = np.bincount(local.reshape(-1), weights=grads.reshape(-1), minlength=out_planes[planes].size)
-                np.copyto(out_planes[planes], value.reshape(-1, plane_size), casting="unsafe")
+
+        def route(planes: slice, local: np.ndarray) -> None:
+            local = local.reshape(local.shape[0], -1)
+            grads = gradients[planes]
+            np.add(local, planes.start * plane_size, out=winners[planes])
+            routed = local >= 0
+            if not routed.all():
+                winners[planes][~routed] = -1
+                local, grads = local[routed], grads[routed]
+            # Each element's gradients summed in float64, then rounded once.
+            value = np.bincount(local.reshape(-1), weights=grads.reshape(-1), minlength=out_planes[planes].size)
+            np.copyto(out_planes[planes], value.reshape(-1, plane_size), casting="unsafe")
+
+        for_each_chunk(x, dy.shape[2:], desc.params, variant or self.variants[0], route)
         return Reference({"OutputGradientTensor": out},
                          {"OutputGradientTensor": RoutedGradients(x.shape, winners.reshape(-1), dy.reshape(-1))})
 
