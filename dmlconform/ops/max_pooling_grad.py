@@ -80,8 +80,8 @@ def for_each_chunk(x: np.ndarray, out_spatial: tuple[int, ...], params: Mapping[
     """
     spatial = x.shape[2:]
     planes = x.reshape(-1, *spatial)
-    plan = WindowPlan.build(spatial, out_spatial, params)
     step = max(1, CHUNK_ELEMENTS // max(math.prod(spatial), 1))
+    plan = WindowPlan.build(spatial, out_spatial, params, min(step, planes.shape[0]))
 
     def chunk(first: int) -> None:
         with np.errstate(invalid="ignore", over="ignore"):
@@ -136,14 +136,16 @@ class WindowPlan:
     spatial: tuple[int, ...]
     out: tuple[int, ...]
     axes: tuple[AxisPhases, ...]
+    #: Planes in the largest chunk.
+    planes: int
 
     @classmethod
-    def build(cls, spatial: tuple[int, ...], out: tuple[int, ...], params: Mapping[str, tuple[int, ...]]
-              ) -> WindowPlan:
+    def build(cls, spatial: tuple[int, ...], out: tuple[int, ...], params: Mapping[str, tuple[int, ...]],
+              planes: int) -> WindowPlan:
         axes = tuple(AxisPhases.build(n, o, w, s, a, d) for n, o, w, s, a, d in
                      zip(spatial, out, params["WindowSize"], params["Strides"], params["StartPadding"],
                          params["Dilations"], strict=True))
-        return cls(tuple(spatial), tuple(out), axes)
+        return cls(tuple(spatial), tuple(out), axes, planes)
 
     def phase_copies(self, chunk: np.ndarray) -> dict[tuple[int, ...], np.ndarray]:
         """Per combination of phases, the chunk's elements of that phase, -inf where a tap reads padding."""
@@ -212,8 +214,7 @@ class WindowPlan:
     @cached_property
     def origins(self) -> np.ndarray:
         """Per window of a full chunk, the flat index of `o*stride` (its origin without the padding)."""
-        planes = max(1, CHUNK_ELEMENTS // max(math.prod(self.spatial), 1))
-        origin = np.arange(planes, dtype=np.int64) * math.prod(self.spatial)
+        origin = np.arange(self.planes, dtype=np.int64) * math.prod(self.spatial)
         for axis, out, step in zip(self.axes, self.out, self.place, strict=True):
             origin = np.add.outer(origin, np.arange(out, dtype=np.int64) * (axis.stride * step))
         return origin

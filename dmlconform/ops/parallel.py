@@ -35,8 +35,8 @@ def _executor(workers: int) -> ThreadPoolExecutor:
 def in_parallel(work: Callable[[int], None], chunks: Iterable[int]) -> None:
     """work(chunk) for every chunk, on up to threads() threads; exceptions propagate."""
     chunks = list(chunks)
-    workers = min(threads(), len(chunks))
-    if workers <= 1 or len(chunks) < MIN_CHUNKS:
+    workers = min(threads(), len(chunks)) if len(chunks) >= MIN_CHUNKS else 1
+    if workers <= 1:
         for chunk in chunks:
             work(chunk)
         return

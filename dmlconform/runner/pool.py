@@ -17,6 +17,7 @@ import contextlib
 import copyreg
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -97,7 +98,7 @@ def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> 
         target = setup.target or info.feature_level
         while True:
             try:
-                task = conn.recv()
+                task = receive_task(conn)
             except (EOFError, OSError):
                 return
             if task is None:
@@ -108,6 +109,25 @@ def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> 
             conn.send(("result", result))
     finally:
         backend.close()
+
+
+def send_task(conn: Connection, task: tuple[int, Case]) -> None:
+    """Send a case with its arrays out of band (pickle protocol 5): the pipe reads the arrays' memory where it
+    is, so a case of gigabytes is not first copied into one pickle, and the worker keeps the bytes it reads."""
+    buffers: list[pickle.PickleBuffer] = []
+    header = pickle.dumps(task, protocol=5, buffer_callback=buffers.append)
+    conn.send((len(buffers), header))
+    for buffer in buffers:
+        conn.send_bytes(buffer.raw())
+
+
+def receive_task(conn: Connection) -> tuple[int, Case] | None:
+    """What send_task sent (None: stop). The arrays wrap the bytes read, so they are read-only."""
+    message = conn.recv()
+    if message is None:
+        return None
+    count, header = message
+    return pickle.loads(header, buffers=[conn.recv_bytes() for _ in range(count)])
 
 
 def _die_with_parent(lifeline: Connection) -> None:
@@ -136,7 +156,7 @@ class _Worker:
 
     def send(self, task: tuple[int, Case], deadline_s: float) -> None:
         self.task, self.deadline = task, time.monotonic() + deadline_s
-        self.conn.send(task)
+        send_task(self.conn, task)
 
     def kill(self) -> None:
         pid = self.process.pid
