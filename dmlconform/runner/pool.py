@@ -43,6 +43,8 @@ POLL_S = 0.1
 DEADLINE_GRACE_S = 5.0
 RESTART_ALLOWANCE_S = 10.0
 START_TIMEOUT_S = 120.0
+#: Arrays from this size on travel to a worker beside the pickle, straight from their own memory.
+OUT_OF_BAND_BYTES = 1 << 20
 #: A worker slot whose replacement fails to start this many times in a row is given up.
 MAX_FAILED_STARTS = 3
 
@@ -115,7 +117,14 @@ def send_task(conn: Connection, task: tuple[int, Case]) -> None:
     """Send a case with its arrays out of band (pickle protocol 5): the pipe reads the arrays' memory where it
     is, so a case of gigabytes is not first copied into one pickle, and the worker keeps the bytes it reads."""
     buffers: list[pickle.PickleBuffer] = []
-    header = pickle.dumps(task, protocol=5, buffer_callback=buffers.append)
+
+    def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+        if buffer.raw().nbytes < OUT_OF_BAND_BYTES:
+            return True  # in the pickle itself: one message is cheaper for the many small cases
+        buffers.append(buffer)
+        return False
+
+    header = pickle.dumps(task, protocol=5, buffer_callback=out_of_band)
     conn.send((len(buffers), header))
     for buffer in buffers:
         conn.send_bytes(buffer.raw())
