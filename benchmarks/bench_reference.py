@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from timing import paired_medians
 
 from dmlconform.dtypes import DataType
 from dmlconform.ops import MAX_POOLING_GRAD, RESAMPLE_GRAD1
@@ -39,18 +38,6 @@ class Workload:
     ours: Callable[[], object]
     peer: Callable[[], object]
     peer_name: str
-
-
-def paired_medians(ours: Callable[[], object], peer: Callable[[], object], repeats: int) -> tuple[float, float]:
-    ours()  # warm-up: first-touch page faults and thread start are not what we measure
-    peer()
-    mine, theirs = [], []
-    for _ in range(repeats):
-        for fn, times in ((ours, mine), (peer, theirs)):
-            clock = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - clock)
-    return statistics.median(mine), statistics.median(theirs)
 
 
 def describe(op: object, params: dict, **shapes: tuple[int, ...]) -> Description:
