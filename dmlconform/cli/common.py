@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from dmlconform.feature_levels import FeatureLevel
     from dmlconform.results.expectations import Expectations
     from dmlconform.run_result import RunResult
+    from dmlconform.suite.loader import SuiteParser
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -41,13 +42,13 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_UNUSABLE)
 
 
-def load_cases(paths: tuple[Path, ...], expression: str | None) -> list[Case]:
+def load_cases(paths: tuple[Path, ...], expression: str | None, parse: SuiteParser | None = None) -> list[Case]:
     from dmlconform.suite import SuiteError
-    from dmlconform.suite.loader import load_paths
+    from dmlconform.suite.loader import load_paths, load_suites
     from dmlconform.suite.select import SelectError, select
 
     try:
-        cases = load_paths(list(paths) or [bundled_suites()])
+        cases = load_paths(list(paths) or [bundled_suites()], parse or load_suites)
         return select(cases, expression)
     except (SuiteError, SelectError) as exc:
         fail(str(exc))

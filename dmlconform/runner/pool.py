@@ -77,7 +77,7 @@ def _context() -> multiprocessing.context.BaseContext:
         context = multiprocessing.get_context("forkserver")
         # The fork server imports these once; each worker is then a fork of it (milliseconds, not a new
         # interpreter), and never a fork of the parent, whose threads (progress bar) would be copied mid-step.
-        context.set_forkserver_preload(["dmlconform.runner.pool"])
+        context.set_forkserver_preload(["dmlconform.runner.pool", "dmlconform.suite.loader"])
         return context
     return multiprocessing.get_context("spawn")
 

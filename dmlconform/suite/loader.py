@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,20 @@ def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
     return found
 
 
-def load_paths(paths: Iterable[Path]) -> list[Case]:
+#: Parses suite files, (file, root) each, into (cases, suite name) each, in the same order: `load_suites` here, or
+#: something that spreads the files over processes and raises the SuiteError of the first file that has one.
+SuiteParser = Callable[[list[tuple[Path, Path]]], list[tuple[list[Case], str]]]
+
+
+def load_suites(files: list[tuple[Path, Path]]) -> list[tuple[list[Case], str]]:
+    return [load_suite(file, root) for file, root in files]
+
+
+def load_paths(paths: Iterable[Path], parse: SuiteParser = load_suites) -> list[Case]:
     cases: list[Case] = []
     seen_suites: dict[str, Path] = {}
-    for file, root in discover(paths):
-        suite_cases, name = load_suite(file, root)
+    files = discover(paths)
+    for (file, _), (suite_cases, name) in zip(files, parse(files), strict=True):
         if name in seen_suites:
             raise SuiteError(file, f"suite name '{name}' is already used by {seen_suites[name]}", field="suite")
         seen_suites[name] = file
