@@ -89,22 +89,28 @@ def pooling_case(rng: np.random.Generator, trial: int) -> tuple[Description, dic
     return desc, {"InputTensor": x.astype(dtype.numpy), "InputGradientTensor": dy.astype(dtype.numpy)}
 
 
+def check_against_the_old_kernel(op: object, old_kernel: object, desc: Description, inputs: dict[str, np.ndarray],
+                                 rng: np.random.Generator) -> None:
+    """Every variant, whole and at three random elements."""
+    for variant in op.variants:  # type: ignore[attr-defined]
+        with np.errstate(all="ignore"):
+            new = op.reference(desc, inputs, variant)  # type: ignore[attr-defined]
+            old_out, old = old_kernel(desc, inputs, variant)  # type: ignore[operator]
+            acc = new.accumulation["OutputGradientTensor"]
+            out, shape = new.outputs["OutputGradientTensor"], desc.output.shape
+            assert_same_reference(out, acc.dense, old_out, old, shape)
+            picked = np.sort(rng.choice(out.size, size=min(3, out.size), replace=False))
+            assert_same_reference(out.reshape(-1)[picked], acc.at(picked, shape), old_out.reshape(-1)[picked],
+                                  old.at(picked, shape), picked.shape)
+        if op is MAX_POOLING_GRAD:
+            assert acc.max_count() == int(old.count.max(initial=0))
+
+
 def test_max_pooling_grad_matches_the_tap_scan(monkeypatch):
     rng = np.random.default_rng(11)
     for trial in range(400):
         vary_chunks_and_threads(monkeypatch, rng)
-        desc, inputs = pooling_case(rng, trial)
-        for variant in MAX_POOLING_GRAD.variants:
-            with np.errstate(all="ignore"):
-                new = MAX_POOLING_GRAD.reference(desc, inputs, variant)
-                old_out, old = slow_reference.max_pooling_grad(desc, inputs, variant)
-            acc = new.accumulation["OutputGradientTensor"]
-            shape = desc.output.shape
-            assert_same_reference(new.outputs["OutputGradientTensor"], acc.dense, old_out, old, shape)
-            assert acc.max_count() == int(old.count.max(initial=0))
-            picked = np.sort(rng.choice(old.count.size, size=min(3, old.count.size), replace=False))
-            assert_same_reference(new.outputs["OutputGradientTensor"].reshape(-1)[picked], acc.at(picked, shape),
-                                  old_out.reshape(-1)[picked], old.at(picked, shape), picked.shape)
+        check_against_the_old_kernel(MAX_POOLING_GRAD, slow_reference.max_pooling_grad, *pooling_case(rng, trial), rng)
 
 
 def resample_case(rng: np.random.Generator, trial: int) -> tuple[Description, dict[str, np.ndarray]]:
@@ -135,20 +141,7 @@ def test_resample_grad1_matches_the_dense_products(monkeypatch):
     rng = np.random.default_rng(12)
     for trial in range(500):
         vary_chunks_and_threads(monkeypatch, rng)
-        desc, inputs = resample_case(rng, trial)
-        for variant in RESAMPLE_GRAD1.variants:
-            with np.errstate(all="ignore"):
-                new = RESAMPLE_GRAD1.reference(desc, inputs, variant)
-                old_out, old = slow_reference.resample_grad1(desc, inputs, variant)
-            acc = new.accumulation["OutputGradientTensor"]
-            shape = desc.output.shape
-            assert_same_reference(new.outputs["OutputGradientTensor"], acc.dense, old_out, old, shape)
-            size = int(np.prod(shape))
-            picked = np.sort(rng.choice(size, size=min(3, size), replace=False))
-            with np.errstate(all="ignore"):
-                at = acc.at(picked, shape)
-            assert_same_reference(new.outputs["OutputGradientTensor"].reshape(-1)[picked], at,
-                                  old_out.reshape(-1)[picked], old.at(picked, shape), picked.shape)
+        check_against_the_old_kernel(RESAMPLE_GRAD1, slow_reference.resample_grad1, *resample_case(rng, trial), rng)
 
 
 def test_two_linear_taps_clamped_onto_one_element_are_two_terms():
