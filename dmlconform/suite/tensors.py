@@ -32,11 +32,21 @@ class Archives:
 
     def __init__(self) -> None:
         self._open: dict[Path, np.lib.npyio.NpzFile] = {}
+        self._resolved: dict[Path, Path] = {}
+
+    def resolve(self, path: Path) -> Path:
+        """path.resolve(), once per path (it walks every component of the path)."""
+        if path not in self._resolved:
+            self._resolved[path] = path.resolve()
+        return self._resolved[path]
 
     def open(self, path: Path) -> np.lib.npyio.NpzFile:
         if path not in self._open:
             self._open[path] = np.load(path, allow_pickle=False)
         return self._open[path]
+
+    def is_open(self, path: Path) -> bool:
+        return path in self._open
 
     def close(self) -> None:
         for archive in self._open.values():
@@ -115,15 +125,16 @@ def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path
     if not isinstance(reference, str) or not reference:
         raise ValueError(f"{reference!r} must be a path such as x.npy or x.npz:key")
     name, _, key = reference.partition(":") if ".npz:" in reference else (reference, "", "")
-    path = (suite_file.parent / name).resolve()
-    if not path.is_relative_to(root.resolve()):
+    resolve = archives.resolve if archives is not None else Path.resolve
+    path = resolve(suite_file.parent / name)
+    if not path.is_relative_to(resolve(root)):
         raise ValueError(f"{name!r} lies outside the suite tree {root}")
     if not path.is_file():
         raise ValueError(f"{name!r} does not exist")
     if path.suffix == ".npz":
         if not key:
             raise ValueError(f"{name!r} is an .npz archive: name the array as {name}:KEY")
-        if not zipfile.is_zipfile(path):
+        if (archives is None or not archives.is_open(path)) and not zipfile.is_zipfile(path):
             raise ValueError(f"{name!r} is not a readable .npz archive")
         try:
             if archives is None:
