@@ -43,6 +43,9 @@ POLL_S = 0.1
 DEADLINE_GRACE_S = 5.0
 RESTART_ALLOWANCE_S = 10.0
 START_TIMEOUT_S = 120.0
+#: Cases a worker holds at once when nothing is retried: it starts the next one while the parent takes in the
+#: last result, so that neither waits for the other. With retries, one (a retry runs right after its case).
+QUEUED_PER_WORKER = 2
 #: Arrays from this size on travel to a worker beside the pickle, straight from their own memory.
 OUT_OF_BAND_BYTES = 1 << 20
 #: A worker slot whose replacement fails to start this many times in a row is given up.
@@ -159,13 +162,24 @@ class _Worker:
         self.process.start()
         child_conn.close()
         lifeline_read.close()
-        self.task: tuple[int, Case] | None = None
+        #: Cases sent and not yet answered, in order; the first is the one running.
+        self.tasks: deque[tuple[int, Case]] = deque()
+        #: When the running case overruns.
         self.deadline = 0.0
         self.info: BackendInfo | None = None
 
     def send(self, task: tuple[int, Case], deadline_s: float) -> None:
-        self.task, self.deadline = task, time.monotonic() + deadline_s
+        if not self.tasks:
+            self.deadline = time.monotonic() + deadline_s
         send_task(self.conn, task)
+        self.tasks.append(task)
+
+    def answered(self, deadline_s: float) -> tuple[int, Case]:
+        """The running case has its result; the next one sent, if any, runs from now."""
+        task = self.tasks.popleft()
+        if self.tasks:
+            self.deadline = time.monotonic() + deadline_s
+        return task
 
     def kill(self) -> None:
         pid = self.process.pid
@@ -280,40 +294,49 @@ class WorkerPool:
         attempts: dict[int, list[CaseResult]] = {}
         idle = list(self.workers)
         busy: dict[int, _Worker] = {}  # slot -> worker
+        depth = QUEUED_PER_WORKER if retries == 0 else 1
         while (pending or busy) and not self.stop.is_set():
-            self._dispatch(idle, pending, busy)
+            self._dispatch(idle, pending, busy, depth)
             if not busy:
                 break
             waitables = [w.conn for w in busy.values()] + [w.process.sentinel for w in busy.values()]
             wait(waitables, timeout=POLL_S)
             for worker in list(busy.values()):
-                result = self._collect(worker)
-                if result is None:
+                collected = self._collect(worker, pending)
+                if collected is None:
                     continue
-                del busy[worker.slot]
+                (index, case), result = collected
                 worker = self.workers[worker.slot]  # replaced if it died
-                assert worker.task is not None
-                index, case = worker.task
+                if not worker.tasks:
+                    del busy[worker.slot]
                 tries = attempts.setdefault(index, [])
                 tries.append(result)
                 if needs_retry(result) and len(tries) <= retries and not self.stop.is_set() and \
                         self._send(worker, (index, case), pending, retry=True):
                     busy[worker.slot] = worker
                     continue
-                worker.task = None
-                if worker.process.exitcode is None:
+                if not worker.tasks and worker.process.exitcode is None:
                     idle.append(worker)
-                # The worker starts its next case before this one is journaled and shown, so that it computes
+                # The worker has its next case before this one is journaled and shown, so that it computes
                 # while the parent writes.
                 if not self.stop.is_set():
-                    self._dispatch(idle, pending, busy)
+                    self._dispatch(idle, pending, busy, depth)
                 on_done(index, attempts.pop(index))
 
-    def _dispatch(self, idle: list[_Worker], pending: deque[tuple[int, Case]], busy: dict[int, _Worker]) -> None:
+    def _dispatch(self, idle: list[_Worker], pending: deque[tuple[int, Case]], busy: dict[int, _Worker],
+                  depth: int) -> None:
         while idle and pending:
             worker = idle.pop(0)
             if self._send(worker, pending.popleft(), pending):
                 busy[worker.slot] = worker
+        for worker in busy.values():
+            while pending and len(worker.tasks) < depth:
+                task = pending.popleft()
+                try:
+                    worker.send(task, self.deadline_s)
+                except (OSError, ValueError):  # dying: _collect reports its running case and hands back the rest
+                    pending.appendleft(task)
+                    break
 
     def _send(self, worker: _Worker, task: tuple[int, Case], pending: deque[tuple[int, Case]],
               retry: bool = False) -> bool:
@@ -329,19 +352,23 @@ class WorkerPool:
             replacement.send(task, self.deadline_s)
             return True
 
-    def _collect(self, worker: _Worker) -> CaseResult | None:
-        """The worker's result if it has one, a CRASH or TIMEOUT result if it died or overran, else None."""
+    def _collect(self, worker: _Worker, pending: deque[tuple[int, Case]]
+                 ) -> tuple[tuple[int, Case], CaseResult] | None:
+        """The running case and the worker's result for it if it has one, a CRASH or TIMEOUT result if the worker
+        died or overran (the cases queued behind go back to `pending`, to run next), else None."""
         ended = False
         try:
             if worker.conn.poll(0):
                 _, result = worker.conn.recv()
-                return result
+                return worker.answered(self.deadline_s), result
         except (EOFError, OSError):
             ended = True  # the pipe closed: the worker is dead or dying
         if not ended and worker.process.exitcode is None and time.monotonic() < worker.deadline:
             return None
-        assert worker.task is not None and self.target is not None
-        case = worker.task[1]
+        assert worker.tasks and self.target is not None
+        task = worker.tasks.popleft()
+        pending.extendleft(reversed(worker.tasks))
+        worker.tasks.clear()
         if not ended and worker.process.exitcode is None:
             worker.kill()
             outcome = Outcome(OutcomeKind.TIMEOUT, message=f"no result within {self.deadline_s:g} s; "
@@ -349,14 +376,11 @@ class WorkerPool:
         else:
             outcome = Outcome(OutcomeKind.CRASH, message=f"worker process died while running this case "
                               f"({worker.death()}); replaced")
-        result = judge_outcome(case, outcome, self.target)
-        result.index = worker.task[0]
+        result = judge_outcome(task[1], outcome, self.target)
+        result.index = task[0]
         result.attempts = (result.outcome or result.status,)
-        task = worker.task
-        replacement = self._replace(worker)
-        if replacement is not None:
-            replacement.task = task
-        return result
+        self._replace(worker)
+        return task, result
 
     def _replace(self, worker: _Worker) -> _Worker | None:
         worker.kill()
