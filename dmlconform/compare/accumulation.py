@@ -55,6 +55,7 @@ class LazyAccumulation:
     shape: tuple[int, ...]
 
     def at(self, flat: np.ndarray, shape: tuple[int, ...] | None = None) -> Accumulation:
+        """The data at `flat`, flat indices in ascending order (as the comparator finds them), as 1-D arrays."""
         raise NotImplementedError
 
     @cached_property
