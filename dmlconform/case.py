@@ -10,7 +10,7 @@ import numpy as np
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.dtypes import DataType
 from dmlconform.feature_levels import FeatureLevel
-from dmlconform.ops.base import Description, Operator
+from dmlconform.ops.base import Description, Operator, Reference
 
 Tensors = dict[str, np.ndarray]
 
@@ -34,6 +34,19 @@ class Case:
     #: The name of a candidate that is a refusal (`name: refused` in the suite): where the docs leave open
     #: whether DirectML accepts the description at all, refusing it matches that candidate.
     refusal_candidate: str | None = None
+    #: References computed while the case runs, by variant (see `reference`).
+    _references: dict[str, Reference] = field(default_factory=dict, repr=False, compare=False)
+
+    def reference(self, variant: str | None = None) -> Reference:
+        """The reference's outputs and accumulation data for this case, computed once per variant while the case
+        runs, so that the numpy backend and the judge share them; the runner calls `forget_references` after."""
+        name = variant or self.op.variants[0]
+        if name not in self._references:
+            self._references[name] = self.op.reference(self.description, self.inputs, name)
+        return self._references[name]
+
+    def forget_references(self) -> None:
+        self._references.clear()
 
     @property
     def full_id(self) -> str:

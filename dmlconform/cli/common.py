@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import click
-from rich.console import Console
-
-from dmlconform.case import Case
-from dmlconform.feature_levels import FeatureLevel
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dmlconform.case import Case
+    from dmlconform.feature_levels import FeatureLevel
     from dmlconform.results.expectations import Expectations
     from dmlconform.run_result import RunResult
+    from dmlconform.suite.loader import SuiteParser
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -27,6 +28,8 @@ def bundled_suites() -> Path:
 
 
 def make_console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
     console = Console(stderr=stderr)
     if not console.is_terminal:
         console = Console(stderr=stderr, width=120)
@@ -43,10 +46,11 @@ TIER_HELP = ("Suite tier: smoke (seconds), standard (the default without PATHs),
              "demand into a cache). With PATHs, only suite files of this tier or below (and files that name none).")
 
 
-def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None = None) -> list[Case]:
+def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None = None,
+               parse: SuiteParser | None = None) -> list[Case]:
     """The selected cases of the given suites, or of the bundled ones at the tier (default: standard)."""
     from dmlconform.suite import SuiteError
-    from dmlconform.suite.loader import load_paths
+    from dmlconform.suite.loader import load_paths, load_suites
     from dmlconform.suite.select import SelectError, select
     from dmlconform.suite.tiers import DEFAULT, Tier
 
@@ -60,13 +64,15 @@ def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str |
 
             roots.append(ensure_full_tier())
     try:
-        cases = load_paths(roots, tier)
+        cases = load_paths(roots, tier, parse or load_suites)
         return select(cases, expression)
     except (SuiteError, SelectError) as exc:
         fail(str(exc))
 
 
 def parse_level(text: str | None) -> FeatureLevel | None:
+    from dmlconform.feature_levels import FeatureLevel
+
     if text is None:
         return None
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from dmlconform.cli.common import TIER_HELP, load_cases, make_console
 from dmlconform.suite.tiers import NAMES
@@ -17,6 +16,8 @@ from dmlconform.suite.tiers import NAMES
 @click.option("--tier", "tier_name", type=click.Choice(NAMES), help=TIER_HELP)
 def list_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None) -> None:
     """List the cases with their operator, data type, rank and required feature level."""
+    from rich.table import Table
+
     cases = load_cases(paths, expression, tier_name)
     table = Table("case", "op", "dtype", "rank", "required", "kind")
     for case in cases:
@@ -31,6 +32,8 @@ def list_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str |
 @click.command()
 def ops() -> None:
     """Show each operator's support table (from its seed page) and the reference's variants."""
+    from rich.table import Table
+
     from dmlconform.ops import OPERATORS
 
     table = Table("operator", "from level", "ranks", "data types", "variants")

@@ -166,6 +166,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
     from dmlconform.results.journal import read_journal
     from dmlconform.run_result import RunResult, Shard, SuiteInfo
     from dmlconform.runner import KeepOutputs
+    from dmlconform.runner.loading import default_helpers, parallel_parser
     from dmlconform.runner.pool import BackendStartError, WorkerPool, WorkerSetup
     from dmlconform.suite.fingerprint import selection_fingerprint, suite_file_hashes
     from dmlconform.suite.shard import parse_shard, shard_positions
@@ -193,7 +194,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
                       (os.cpu_count() or 1) if jobs == 0 else jobs, stop.event, timeout_s)
     pool.launch()  # backends (harnesses) start while the suites load
     try:
-        cases = load_cases(paths, expression, tier_name)
+        cases = load_cases(paths, expression, tier_name, parallel_parser(default_helpers()))
         suite = SuiteInfo(selection_fingerprint(cases), len(cases), suite_file_hashes(cases))
         positions = shard_positions(cases, shard.index, shard.count) if shard else list(range(len(cases)))
         retries = (1 if backend_name == "native" else 0) if retries is None else retries

@@ -2,11 +2,18 @@
 
 Plain data, produced by the summing operators' references (MaxPoolingGrad, ResampleGrad1) and read by
 the comparator. Every array broadcasts to the output's shape.
+
+The comparator reads it only at the elements whose bits differ from the golden (`at`), which for a
+conforming result is none. The references therefore return a `LazyAccumulation`, which computes the data at
+the elements asked for and keeps nothing of the output's size: a 256 MiB output costs no float64 arrays of
+twice its size unless every element of it is judged.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -33,3 +40,57 @@ class Accumulation:
     weight_factors: np.ndarray | int = 0
     abs_gradient_sum: np.ndarray | float = 0.0
     coordinate_slack: np.ndarray | float = 0.0
+
+    def at(self, flat: np.ndarray, shape: tuple[int, ...]) -> Accumulation:
+        """The same data at the given flat indices of an output of `shape`, as 1-D arrays."""
+
+        def pick(values: np.ndarray | float) -> np.ndarray:
+            return np.broadcast_to(values, shape).reshape(-1)[flat]
+
+        return Accumulation(pick(self.value), pick(self.abs_sum), pick(self.count), pick(self.weight_factors),
+                            pick(self.abs_gradient_sum), pick(self.coordinate_slack))
+
+
+class LazyAccumulation:
+    """Accumulation data computed when asked for: at some elements (`at`), or for the whole output (`dense`,
+    and the attributes of Accumulation, which read it)."""
+
+    shape: tuple[int, ...]
+
+    def at(self, flat: np.ndarray, shape: tuple[int, ...] | None = None) -> Accumulation:
+        """The data at `flat`, flat indices in ascending order (as the comparator finds them), as 1-D arrays."""
+        raise NotImplementedError
+
+    @cached_property
+    def dense(self) -> Accumulation:
+        whole = self.at(np.arange(math.prod(self.shape)))
+        fields = (whole.value, whole.abs_sum, whole.count, whole.weight_factors, whole.abs_gradient_sum,
+                  whole.coordinate_slack)
+        return Accumulation(*(a if np.ndim(a) == 0 else np.reshape(a, self.shape) for a in fields))
+
+    @property
+    def value(self) -> np.ndarray:
+        return self.dense.value
+
+    @property
+    def abs_sum(self) -> np.ndarray:
+        return self.dense.abs_sum
+
+    @property
+    def count(self) -> np.ndarray:
+        return self.dense.count
+
+    @property
+    def weight_factors(self) -> np.ndarray | int:
+        return self.dense.weight_factors
+
+    @property
+    def abs_gradient_sum(self) -> np.ndarray | float:
+        return self.dense.abs_gradient_sum
+
+    @property
+    def coordinate_slack(self) -> np.ndarray | float:
+        return self.dense.coordinate_slack
+
+
+ElementTerms = Accumulation | LazyAccumulation

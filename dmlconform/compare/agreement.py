@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dmlconform.compare import bound
-from dmlconform.compare.accumulation import Accumulation
+from dmlconform.compare.accumulation import ElementTerms
 from dmlconform.compare.tolerance import RuleKind, Tolerance
 from dmlconform.compare.ulp import ulp_distance
 from dmlconform.dtypes import DataType
@@ -39,7 +39,7 @@ class Agreement:
 
 
 def agreement(a: np.ndarray, b: np.ndarray, dtype: DataType, tolerance: Tolerance,
-              accumulation: Accumulation | None = None) -> Agreement:
+              accumulation: ElementTerms | None = None) -> Agreement:
     """Compare two outputs of the same data type and shape (checked by the caller)."""
     if a.shape != b.shape or a.dtype != b.dtype:
         raise ValueError(f"outputs differ in type or shape: {a.dtype}{list(a.shape)} and {b.dtype}{list(b.shape)}")

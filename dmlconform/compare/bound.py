@@ -21,9 +21,11 @@ legitimate implementation that the text's formula rejects:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from dmlconform.compare.accumulation import Accumulation
+from dmlconform.compare.accumulation import Accumulation, ElementTerms
 from dmlconform.compare.ulp import ulp_of
 from dmlconform.dtypes import DataType
 
@@ -67,17 +69,28 @@ def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight
     return np.where(must_be_exact(count, weight_factors), 0.0, allowed) + coordinate_slack
 
 
-def allowance_at(golden: np.ndarray, accumulation: Accumulation, shape: tuple[int, ...], where: np.ndarray | None,
-                 dtype: DataType, k: float | None = None) -> np.ndarray:
-    """`allowance` for the flat elements `where` (all of them when None) of an output of `shape`, reading
-    each field of the reference's accumulation data there; `golden` holds those elements' goldens."""
-    def pick(values: object) -> np.ndarray:
-        spread = np.broadcast_to(np.asarray(values), shape).ravel()
-        return spread if where is None else spread[where]
+def allowance_of(golden: np.ndarray, terms: Accumulation, dtype: DataType, k: float | None = None) -> np.ndarray:
+    """`allowance` with the fields of accumulation data taken at the same elements as `golden` (1-D each)."""
+    return allowance(golden, np.asarray(terms.count), np.asarray(terms.abs_sum), np.asarray(terms.weight_factors),
+                     np.asarray(terms.abs_gradient_sum), dtype, k, np.asarray(terms.coordinate_slack))
 
-    a = accumulation
-    return allowance(golden, pick(a.count), pick(a.abs_sum), pick(a.weight_factors), pick(a.abs_gradient_sum), dtype,
-                     k, pick(a.coordinate_slack))
+
+def allowance_at(golden: np.ndarray, accumulation: ElementTerms, shape: tuple[int, ...], where: np.ndarray | None,
+                 dtype: DataType, k: float | None = None) -> np.ndarray:
+    """`allowance` for the flat elements `where` (ascending; all of them when None) of an output of `shape`, reading
+    the reference's accumulation data there; `golden` holds those elements' goldens."""
+    flat = np.arange(math.prod(shape)) if where is None else where
+    return allowance_of(golden, accumulation.at(flat, shape), dtype, k)
+
+
+def explain_at(golden: np.floating, terms: Accumulation, i: int, dtype: DataType, k: float | None) -> str:
+    """`explain` for element `i` of accumulation data taken at some elements (1-D fields, or scalars)."""
+    def at(values: object) -> float:
+        array = np.asarray(values)
+        return float(array if array.ndim == 0 else array[i])
+
+    return explain(golden, int(at(terms.count)), at(terms.abs_sum), int(at(terms.weight_factors)),
+                   at(terms.abs_gradient_sum), dtype, k, at(terms.coordinate_slack))
 
 
 def explain(golden: np.floating, count: int, abs_sum: float, weight_factors: int, abs_gradient_sum: float,

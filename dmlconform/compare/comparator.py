@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dmlconform.compare import bound
-from dmlconform.compare.accumulation import Accumulation
+from dmlconform.compare.accumulation import ElementTerms
 from dmlconform.compare.tolerance import RuleKind, Tolerance
 from dmlconform.compare.ulp import ulp_distance
 from dmlconform.dtypes import DataType
@@ -63,20 +63,38 @@ def format_value(value: np.generic) -> str:
 
 
 def judge(expected: np.ndarray, actual: np.ndarray, dtype: DataType, tolerance: Tolerance,
-          accumulation: Accumulation | None = None) -> Judgement:
+          accumulation: ElementTerms | None = None) -> Judgement:
     """Compare `actual` against `expected` (same dtype and shape, checked by the caller)."""
     if not dtype.is_float:
         tolerance = Tolerance.exact()
     if tolerance.kind is RuleKind.BOUND and accumulation is None:
         raise ValueError("the bound rule needs the reference's accumulation data")
     # Only elements whose bits differ can be off; identical bits match under every rule.
-    differs = np.flatnonzero(expected.view(dtype.bits_dtype) != actual.view(dtype.bits_dtype))
+    differs = differing_elements(expected.view(dtype.bits_dtype).reshape(-1), actual.view(dtype.bits_dtype).reshape(-1))
     if differs.size == 0:
         return Judgement(True, tolerance, worst_index=None)
-    e, a = expected.ravel()[differs], actual.ravel()[differs]
+    e, a = np.take(expected.reshape(-1), differs), np.take(actual.reshape(-1), differs)
     if not dtype.is_float:
         return _judge_integers(e, a, differs, expected.shape, tolerance)
     return _judge_floats(e, a, differs, expected.shape, dtype, tolerance, accumulation)
+
+
+#: Elements compared at a time when looking for differing bits: the comparison's mask stays in the CPU caches.
+BLOCK_ELEMENTS = 1 << 18
+
+
+def differing_elements(expected_bits: np.ndarray, actual_bits: np.ndarray) -> np.ndarray:
+    """Flat indices where the bit patterns differ (1-D inputs of one integer type)."""
+    if expected_bits.size <= BLOCK_ELEMENTS:
+        return np.flatnonzero(expected_bits != actual_bits)
+    mask = np.empty(BLOCK_ELEMENTS, dtype=bool)
+    found = []
+    for first in range(0, expected_bits.size, BLOCK_ELEMENTS):
+        block = mask[:min(BLOCK_ELEMENTS, expected_bits.size - first)]
+        np.not_equal(expected_bits[first:first + BLOCK_ELEMENTS], actual_bits[first:first + BLOCK_ELEMENTS], out=block)
+        if block.any():
+            found.append(np.flatnonzero(block) + first)
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
 
 
 def _judge_integers(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[int, ...],
@@ -90,25 +108,28 @@ def _judge_integers(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tupl
 
 
 def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[int, ...], dtype: DataType,
-                  tolerance: Tolerance, accumulation: Accumulation | None) -> Judgement:
-    e_nan, a_nan = np.isnan(e), np.isnan(a)
-    finite = np.isfinite(e) & np.isfinite(a)
+                  tolerance: Tolerance, accumulation: ElementTerms | None) -> Judgement:
+    finite = np.isfinite(e)
+    finite &= np.isfinite(a)
+    all_finite = bool(finite.all())
     # Non-finite pairs: NaN matches any NaN, an infinity only the same infinity (bits differ, so never).
-    special_ok = e_nan & a_nan
-    ulps = np.zeros(e.shape, dtype=np.uint64)
-    ulps[finite] = ulp_distance(e[finite], a[finite])
+    special_ok = np.zeros(e.shape, dtype=bool) if all_finite else np.isnan(e) & np.isnan(a)
+    if all_finite:
+        ulps = ulp_distance(e, a)
+    else:
+        ulps = np.zeros(e.shape, dtype=np.uint64)
+        ulps[finite] = ulp_distance(e[finite], a[finite])
     with np.errstate(invalid="ignore", over="ignore"):
-        abs_error = np.where(finite, np.abs(e.astype(np.float64) - a.astype(np.float64)), np.inf)
+        abs_error = np.subtract(e, a, dtype=np.float64)
+        np.abs(abs_error, out=abs_error)
+        if not all_finite:
+            abs_error[~finite] = np.inf
 
     allowed: np.ndarray | None = None
     if tolerance.kind is RuleKind.BOUND:
         assert accumulation is not None
-        count = np.broadcast_to(accumulation.count, shape).ravel()[where]
-        abs_sum = np.broadcast_to(accumulation.abs_sum, shape).ravel()[where]
-        factors = np.broadcast_to(accumulation.weight_factors, shape).ravel()[where]
-        gradients = np.broadcast_to(accumulation.abs_gradient_sum, shape).ravel()[where]
-        slack = np.broadcast_to(accumulation.coordinate_slack, shape).ravel()[where]
-        allowed = bound.allowance_at(e, accumulation, shape, where, dtype, tolerance.k)
+        terms = accumulation.at(where, shape)  # only the elements being judged
+        allowed = bound.allowance_of(e, terms, dtype, tolerance.k)
         ok_finite = finite & (abs_error <= allowed)
         with np.errstate(invalid="ignore", divide="ignore"):
             # An element allowed nothing that is off at all ranks above every element allowed something.
@@ -117,16 +138,17 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
     else:
         limit = 0 if tolerance.kind is RuleKind.EXACT else tolerance.ulps
         ok_finite = finite & (ulps <= np.uint64(limit))
-        score = np.where(finite, ulps.astype(np.float64), np.inf)
+        score = ulps if all_finite else np.where(finite, ulps.astype(np.float64), np.inf)
     bad = ~(special_ok | ok_finite)
     closeness = _closeness(tolerance, score, special_ok)
     mismatches = int(bad.sum())
     max_ulp: int | None = int(ulps.max())
-    finite_errors = abs_error[finite]
+    finite_errors = abs_error if all_finite else abs_error[finite]
     max_abs = float(finite_errors.max()) if finite_errors.size else 0.0
     if mismatches == 0:
         return Judgement(True, tolerance, 0, max_ulp, max_abs, _unravel(int(where[np.argmax(score)]), shape),
                          closeness=closeness)
+    score = score.astype(np.float64)
     if (bad & ~finite).any():
         max_ulp = None  # a NaN or infinity mismatch has no ULP distance
     score = np.where(bad, score, -1.0)
@@ -136,9 +158,7 @@ def _judge_floats(e: np.ndarray, a: np.ndarray, where: np.ndarray, shape: tuple[
         if allowed is None:
             limit_text = "0 ULP" if tolerance.kind is RuleKind.EXACT else f"{tolerance.ulps} ULP"
         else:
-            assert accumulation is not None
-            limit_text = bound.explain(e[i], int(count[i]), float(abs_sum[i]), int(factors[i]), float(gradients[i]),
-                                       dtype, tolerance.k, float(slack[i]))
+            limit_text = bound.explain_at(e[i], terms, i, dtype, tolerance.k)
         worst.append(_element(e, a, where, shape, i, int(ulps[i]) if finite[i] else None, limit_text))
     return Judgement(False, tolerance, mismatches, max_ulp, max_abs, _unravel(int(where[order[0]]), shape), worst,
                      closeness=closeness)

@@ -23,10 +23,28 @@ def ordered_integers(values: np.ndarray) -> np.ndarray:
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Element-wise ULP distance as uint64 (exact also for float64 across the whole range)."""
-    ia, ib = ordered_integers(a), ordered_integers(b)
+    if a.dtype.itemsize == 8:
+        ia, ib = ordered_integers(a), ordered_integers(b)
+    else:  # the data type's own width: half the memory traffic of int64 for FLOAT32, a quarter for FLOAT16
+        ia, ib = _ordered_same_width(a), _ordered_same_width(b)
     high, low = np.maximum(ia, ib), np.minimum(ia, ib)
-    # The true difference is below 2^64; subtracting in uint64 gives it without overflow.
-    return high.view(np.uint64) - low.view(np.uint64)
+    # The true difference is below 2^width; subtracting in the unsigned type of that width gives it exactly.
+    unsigned = np.dtype(f"u{ia.dtype.itemsize}")
+    return np.subtract(high.view(unsigned), low.view(unsigned)).astype(np.uint64)
+
+
+def _ordered_same_width(values: np.ndarray) -> np.ndarray:
+    """ordered_integers in the signed type of the data type's width (sign-magnitude -> two's complement).
+
+    For a negative pattern, flipping the magnitude bits gives -1 - magnitude; adding 1 back gives -magnitude,
+    so -0 and +0 both map to 0. Four integer passes, no branches."""
+    width = values.dtype.itemsize * 8
+    bits = values.view(f"i{values.dtype.itemsize}")
+    sign = bits >> (width - 1)  # 0 or -1
+    ordered = sign & np.array((1 << (width - 1)) - 1, dtype=bits.dtype)
+    np.bitwise_xor(ordered, bits, out=ordered)
+    np.subtract(ordered, sign, out=ordered)
+    return ordered
 
 
 def ulp_of(values: np.ndarray) -> np.ndarray:

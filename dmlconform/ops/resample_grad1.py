@@ -12,12 +12,14 @@ vice versa. The two agree wherever the offsets are equal.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from dmlconform.compare.accumulation import Accumulation
+from dmlconform.compare.accumulation import Accumulation, LazyAccumulation
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.dtypes import DataType as T
 from dmlconform.feature_levels import FeatureLevel as L
@@ -31,6 +33,7 @@ from dmlconform.ops.base import (
     ParamKind,
     Reference,
 )
+from dmlconform.ops.parallel import in_parallel
 
 SUPPORT = SupportTable((SupportRow(L.L5_1, 1, 4, frozenset({T.FLOAT32, T.FLOAT16})),))
 
@@ -70,6 +73,15 @@ class AxisTaps:
         np.add.at(w, (self.rows, self.cols), values)
         return w
 
+    def by_input(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The taps merged per (output, input) pair, sorted by input, then output: rows, cols, the weight W[o, i],
+        and how many taps the entry stands for (2 where two taps of an output clamp onto one input)."""
+        key, merged = np.unique(self.cols * self.n_out + self.rows, return_inverse=True)
+        weights = np.bincount(merged, weights=self.weights, minlength=key.size)
+        taps = np.bincount(merged, minlength=key.size).astype(np.float64)
+        cols, rows = np.divmod(key, self.n_out)
+        return rows, cols, weights, taps
+
     def terms_per_input(self) -> np.ndarray:
         return np.bincount(self.cols, minlength=self.n_in)
 
@@ -105,25 +117,72 @@ def axis_weights(n_in: int, n_out: int, scale: float, input_offset: float, outpu
     return axis_taps(n_in, n_out, scale, input_offset, output_offset, mode, rounding).matrix()
 
 
-def apply_transposed(dy: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
-    """dX = dY ×_a W_aᵀ for every axis a, in float64; identity axes are skipped.
+#: dY elements handled together along the leading axes that resampling leaves alone (batch, channel): a chunk's
+#: float64 temporaries stay in the CPU caches.
+CHUNK_ELEMENTS = 1 << 16
 
-    Only real contributions may touch a NaN or infinity: a dense product would spread one through
-    0·NaN to every element, so non-finite data takes a path that adds the non-zero weights alone.
+
+@dataclass(frozen=True)
+class TransposePass:
+    """One rank of an axis' taps grouped by input: input `cols[j]` receives `weights[j]·dy[rows[j]]`, and no
+    input twice, so a pass is a gather, a product and an add. Pass r holds each input's (r+1)-th tap in
+    ascending output order; applying the passes in order sums each input's terms in that order."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    #: W[o, i]: two taps of one output clamped onto one input are one entry, as in the weight matrix.
+    weights: np.ndarray
+    #: How many taps the entry stands for (1, or 2 where two clamped together): its terms in D.
+    taps: np.ndarray
+    every_input: bool
+
+
+def transpose_passes(axis: AxisTaps) -> list[TransposePass]:
+    """The axis' taps as passes of the transposed product."""
+    rows, cols, weights, taps = axis.by_input()
+    rank = np.arange(cols.size) - np.searchsorted(cols, cols)
+    passes = []
+    for r in range(int(rank.max()) + 1 if cols.size else 0):
+        chosen = rank == r
+        passes.append(TransposePass(rows[chosen], cols[chosen], weights[chosen], taps[chosen],
+                                    int(chosen.sum()) == axis.n_in))
+    return passes
+
+
+def is_identity(passes: list[TransposePass], weight: str) -> bool:
+    """Whether the axis maps output i to input i with factor 1 in the named weight (then it is skipped, which
+    also keeps a -0 gradient -0)."""
+    return len(passes) == 1 and passes[0].every_input and np.array_equal(passes[0].rows, passes[0].cols) and \
+        bool((getattr(passes[0], weight) == 1).all())
+
+
+def apply_transposed(dy: np.ndarray, passes: list[list[TransposePass]], n_in: tuple[int, ...],
+                     weight: str = "weights", first_axis: int = 0) -> np.ndarray:
+    """dX = dY ×_a W_aᵀ over every axis a (in order; identity axes skipped), in float64. `passes` and `n_in`
+    describe the axes from `first_axis` on.
+
+    `weight` names the TransposePass field that weighs each term: `weights` for the value, `taps` for D; M
+    is this with `weights` over |dY|, since resampling weights are never negative. Each input's terms are
+    multiplied and added one at a time in ascending output order, and only real taps are read, so a NaN or
+    an infinity reaches only the elements it contributes to.
     """
     out = dy
-    for axis, w in enumerate(weights):
-        if w.shape[0] == w.shape[1] and np.array_equal(w, np.eye(w.shape[0])):
+    for axis, axis_passes, size in zip(range(first_axis, dy.ndim), passes, n_in, strict=True):
+        if is_identity(axis_passes, weight):
             continue
-        last = np.moveaxis(out, axis, -1)
-        if np.isfinite(last).all():
-            summed = last @ w
-        else:
-            rows, cols = np.nonzero(w)
-            summed = np.zeros((*last.shape[:-1], w.shape[1]), dtype=np.float64)
-            for row, col in zip(rows.tolist(), cols.tolist(), strict=True):
-                summed[..., col] += w[row, col] * last[..., row]
-        out = np.moveaxis(summed, -1, axis)
+        summed = np.zeros((*out.shape[:axis], size, *out.shape[axis + 1:]), dtype=np.float64)
+        term = np.empty_like(summed)
+        trailing = (1,) * (out.ndim - axis - 1)
+        for tap_pass in axis_passes:
+            factor = getattr(tap_pass, weight).reshape(-1, *trailing)
+            if tap_pass.every_input:
+                np.take(out, tap_pass.rows, axis=axis, out=term)
+                np.multiply(term, factor, out=term)
+                summed += term
+            else:
+                where = (slice(None),) * axis + (tap_pass.cols,)
+                summed[where] += np.take(out, tap_pass.rows, axis=axis) * factor
+        out = summed
     return out
 
 
@@ -138,6 +197,25 @@ def contribution_counts(taps: list[AxisTaps], uncertain: list[np.ndarray | None]
     return count, factors
 
 
+def apply_dense_transposed(dy: np.ndarray, matrices: list[np.ndarray]) -> np.ndarray:
+    """dY ×_a M_aᵀ for dense (n_out, n_in) matrices, in float64 (the coordinate slack's reach: small per axis).
+
+    A dense product would spread a NaN or infinity through 0·NaN to every element, so non-finite data adds
+    the non-zero entries alone."""
+    out = dy
+    for axis, m in enumerate(matrices):
+        last = np.moveaxis(out, axis, -1)
+        if np.isfinite(last).all():
+            summed = last @ m
+        else:
+            rows, cols = np.nonzero(m)
+            summed = np.zeros((*last.shape[:-1], m.shape[1]), dtype=np.float64)
+            for row, col in zip(rows.tolist(), cols.tolist(), strict=True):
+                summed[..., col] += m[row, col] * last[..., row]
+        out = np.moveaxis(summed, -1, axis)
+    return out
+
+
 def coordinate_slack(dy_abs: np.ndarray, deltas: list[np.ndarray], reaches: list[np.ndarray]) -> np.ndarray:
     """C per dX element: Σ over the gradients whose taps may reach it of |dy|·Σ_a Δx_a (float64)."""
     slack = np.zeros(tuple(r.shape[1] for r in reaches))
@@ -146,8 +224,131 @@ def coordinate_slack(dy_abs: np.ndarray, deltas: list[np.ndarray], reaches: list
             continue
         shape = [1] * dy_abs.ndim
         shape[axis] = delta.size
-        slack += apply_transposed(dy_abs * delta.reshape(shape), reaches)
+        slack += apply_dense_transposed(dy_abs * delta.reshape(shape), reaches)
     return slack
+
+
+def resample_transposed(dy: np.ndarray, passes: list[list[TransposePass]], n_in: tuple[int, ...],
+                        out_dtype: np.dtype, weight: str = "weights", magnitudes: bool = False) -> np.ndarray:
+    """apply_transposed (of |dY| if `magnitudes`), rounded to `out_dtype`, a chunk of the leading identity axes
+    at a time."""
+    kept = next((a for a, axis in enumerate(passes) if not is_identity(axis, weight)), len(passes))
+    batch = math.prod(dy.shape[:kept])
+    rows_in = dy.reshape(batch, *dy.shape[kept:])
+    out = np.empty((batch, *n_in[kept:]), dtype=out_dtype)
+    step = max(1, CHUNK_ELEMENTS // max(math.prod(dy.shape[kept:]), 1))
+
+    def chunk(first: int) -> None:
+        with np.errstate(invalid="ignore", over="ignore"):
+            part = rows_in[first:first + step].astype(np.float64)
+            if magnitudes:
+                np.abs(part, out=part)
+            summed = apply_transposed(part, passes[kept:], n_in[kept:], weight, first_axis=1)
+            np.copyto(out[first:first + step], summed, casting="unsafe")
+
+    in_parallel(chunk, range(0, batch, step))
+    return out.reshape(n_in)
+
+
+@dataclass(frozen=True)
+class UncertainCoordinates:
+    """Source coordinates that are not known exactly (an implementation may evaluate them in another order) and
+    what that lets the gradient's elements do, per axis: `weights` what each dY coordinate's |dy| is worth in
+    slack (Δx for LINEAR, 1 where a NEAREST pick is ambiguous), `reaches` which inputs those coordinates may
+    reach, `rounding` (LINEAR) the reach of the coordinates whose weight may move, for the weight factors."""
+
+    weights: list[np.ndarray]
+    reaches: list[np.ndarray]
+    rounding: list[np.ndarray | None]
+
+    def slack(self, dy: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", over="ignore"):
+            return coordinate_slack(np.abs(dy.astype(np.float64)), self.weights, self.reaches)
+
+
+class SeparableTerms(LazyAccumulation):
+    """ResampleGrad1's accumulation data: the terms of dX element i are the products of one tap per axis, so
+    n and f are per-axis products and sums, and v, M, D at a few elements are gathered from those taps. The
+    coordinate slack C, needed only where coordinates are uncertain, is computed for the whole output when
+    first asked for."""
+
+    def __init__(self, shape: tuple[int, ...], dy: np.ndarray, taps: list[AxisTaps],
+                 uncertain: UncertainCoordinates | None = None) -> None:
+        self.shape, self.dy, self.taps, self.uncertain = shape, dy, taps, uncertain
+
+    @property
+    def rounding_reaches(self) -> list[np.ndarray | None]:
+        return self.uncertain.rounding if self.uncertain is not None else [None] * len(self.taps)
+
+    @cached_property
+    def slack(self) -> np.ndarray | float:
+        return self.uncertain.slack(self.dy) if self.uncertain is not None else 0.0
+
+    @cached_property
+    def passes(self) -> list[list[TransposePass]]:
+        return [transpose_passes(axis) for axis in self.taps]
+
+    @cached_property
+    def dense(self) -> Accumulation:
+        f64 = np.dtype(np.float64)
+        value = resample_transposed(self.dy, self.passes, self.shape, f64)
+        abs_sum = resample_transposed(self.dy, self.passes, self.shape, f64, magnitudes=True)
+        gradients = resample_transposed(self.dy, self.passes, self.shape, f64, "taps", magnitudes=True)
+        count, factors = contribution_counts(self.taps, self.rounding_reaches)
+        return Accumulation(value, abs_sum, count, factors, gradients, self.slack)
+
+    def at(self, flat: np.ndarray, shape: tuple[int, ...] | None = None) -> Accumulation:
+        if flat.size * 8 >= math.prod(self.shape):  # most of the output: the whole is cheaper
+            return self.dense.at(flat, self.shape)
+        index = np.unravel_index(flat, self.shape)
+        count = np.ones(flat.size, dtype=np.int64)
+        factors = np.zeros(flat.size, dtype=np.int64)
+        for axis, reach, i in zip(self.taps, self.rounding_reaches, index, strict=True):
+            count *= axis.terms_per_input()[i]
+            factors += axis.rounding_per_input(reach)[i]
+        value, abs_sum, gradients = (np.zeros(flat.size) for _ in range(3))
+        for first in range(0, flat.size, 256):  # a block of elements: their terms fit in memory
+            block = slice(first, first + 256)
+            value[block], abs_sum[block], gradients[block] = self._sums(tuple(i[block] for i in index))
+        slack = np.broadcast_to(self.slack, self.shape).reshape(-1)[flat]
+        return Accumulation(value, abs_sum, count, factors, gradients, slack)
+
+    def _sums(self, index: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """v, M, D at the given dX elements from their terms, one array axis per resampled axis."""
+        where = np.zeros(index[0].shape, dtype=np.int64)
+        weight = np.ones(index[0].shape)
+        taps = np.ones(index[0].shape)
+        valid = np.ones(index[0].shape, dtype=bool)
+        for a, (axis, i) in enumerate(zip(self.taps, index, strict=True)):
+            rows, weights, counts, present = _taps_of_inputs(axis, i)
+            expand = (slice(None),) + (None,) * a + (slice(None),)
+            step = math.prod(self.dy.shape[a + 1:])
+            where = where[..., None] + rows[expand] * step
+            weight = weight[..., None] * weights[expand]
+            taps = taps[..., None] * counts[expand]
+            valid = valid[..., None] & present[expand]
+        grads = self.dy.reshape(-1)[where].astype(np.float64)
+        summed_axes = tuple(range(1, where.ndim))
+        with np.errstate(invalid="ignore", over="ignore"):
+            terms = np.where(valid, weight * grads, 0.0)
+            magnitudes = np.where(valid, np.abs(grads), 0.0)
+            return terms.sum(axis=summed_axes), (np.abs(weight) * magnitudes).sum(axis=summed_axes), \
+                (taps * magnitudes).sum(axis=summed_axes)
+
+
+def _taps_of_inputs(axis: AxisTaps, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per requested input, its merged taps padded to a common width: rows, weights, tap counts, presence."""
+    rows, cols, weights, counts = axis.by_input()
+    start = np.searchsorted(cols, inputs)
+    number = np.searchsorted(cols, inputs, side="right") - start
+    width = max(int(number.max()) if number.size else 0, 1)
+    slot = start[:, None] + np.arange(width)
+    present = np.arange(width) < number[:, None]
+    slot = np.where(present, slot, 0).clip(max=max(cols.size - 1, 0))
+    if cols.size == 0:
+        zeros = np.zeros(slot.shape)
+        return slot, zeros, zeros, present
+    return rows[slot], np.where(present, weights[slot], 0.0), np.where(present, counts[slot], 0.0), present
 
 
 class ResampleGrad1(Operator):
@@ -215,39 +416,29 @@ class ResampleGrad1(Operator):
                   ) -> Reference:
         dy = inputs["InputGradientTensor"]
         taps = self.taps(desc, variant)
-        weights = [axis.matrix() for axis in taps]
-        dy64 = dy.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            value = apply_transposed(dy64, weights)
-            abs_sum = apply_transposed(np.abs(dy64), [np.abs(w) for w in weights])
-            abs_gradient_sum = apply_transposed(np.abs(dy64), [axis.tap_matrix() for axis in taps])
-            out = value.astype(dy.dtype)
-            slack, uncertain = self._coordinate_slack(desc, variant, taps, np.abs(dy64))
-        count, factors = contribution_counts(taps, uncertain)
-        return Reference({"OutputGradientTensor": out},
-                         {"OutputGradientTensor": Accumulation(value, abs_sum, count, factors,
-                                                               abs_gradient_sum, slack)})
+        terms = SeparableTerms(desc.output.shape, dy, taps, self.coordinate_uncertainty(desc, variant, taps))
+        out = resample_transposed(dy, terms.passes, desc.output.shape, dy.dtype)
+        return Reference({"OutputGradientTensor": out}, {"OutputGradientTensor": terms})
 
-    def _coordinate_slack(self, desc: Description, variant: str | None, taps: list[AxisTaps], dy_abs: np.ndarray
-                          ) -> tuple[np.ndarray | float, list[np.ndarray | None]]:
-        """What coordinates that are not known exactly cost each element, and per axis the reach of those
-        coordinates (for the weight factors that may round); (0, [None, ...]) where every one is exact."""
+    def coordinate_uncertainty(self, desc: Description, variant: str | None, taps: list[AxisTaps]
+                   ) -> UncertainCoordinates | None:
+        """What coordinates that are not known exactly may move, per axis; None where every one is exact."""
         known = self.uncertain_coordinates(desc, variant)
         if not any(delta.any() for _, delta in known):
-            return 0.0, [None] * len(taps)
+            return None
         deltas = [delta for _, delta in known]
         if desc.params["InterpolationMode"] == "LINEAR":
             reaches = [coordinates.reach(x, delta, axis.n_in) for (x, delta), axis in zip(known, taps, strict=True)]
-            return coordinate_slack(dy_abs, deltas, reaches), [r * (d > 0)[:, None] for r, d in
-                                                               zip(reaches, deltas, strict=True)]
+            return UncertainCoordinates(deltas, reaches,
+                                        [r * (d > 0)[:, None] for r, d in zip(reaches, deltas, strict=True)])
         rounding = desc.params["RoundingDirection"]
         ambiguous = [coordinates.ambiguous_picks(x, delta, rounding).astype(np.float64) for x, delta in known]
         if not any(a.any() for a in ambiguous):
-            return 0.0, [None] * len(taps)
+            return None
         reaches = [coordinates.pick_reach(x, delta, axis.n_in, rounding)
                    for (x, delta), axis in zip(known, taps, strict=True)]
         # An ambiguous pick may put the whole gradient on either element: |dy| of slack on both.
-        return coordinate_slack(dy_abs, ambiguous, reaches), [None] * len(taps)
+        return UncertainCoordinates(ambiguous, reaches, [None] * len(taps))
 
     def default_tolerance(self, desc: Description, ref: Reference) -> Tolerance:
         return Tolerance.bound()

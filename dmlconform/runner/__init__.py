@@ -57,8 +57,11 @@ def run_case(case: Case, backend: Backend, target: FeatureLevel, repeat: int = 1
     """Run a case `repeat` times: the first result that did not match (else the first), with every repeat's
     status in `attempts` and the output elements that were not bit-identical across repeats in `moved`."""
     clock = time.perf_counter()
-    outcomes = [_outcome(case, backend) for _ in range(repeat)]
-    judged = [judge_outcome(case, outcome, target) for outcome in outcomes]
+    try:
+        outcomes = [_outcome(case, backend) for _ in range(repeat)]
+        judged = [judge_outcome(case, outcome, target) for outcome in outcomes]
+    finally:
+        case.forget_references()
     chosen = next((i for i, r in enumerate(judged) if not raw_status(r).matched), 0)
     result = judged[chosen]
     result.attempts = tuple(raw_status(r) for r in judged)

@@ -17,6 +17,7 @@ import contextlib
 import copyreg
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -42,6 +43,11 @@ POLL_S = 0.1
 DEADLINE_GRACE_S = 5.0
 RESTART_ALLOWANCE_S = 10.0
 START_TIMEOUT_S = 120.0
+#: Cases a worker holds at once when nothing is retried: it starts the next one while the parent takes in the
+#: last result, so that neither waits for the other. With retries, one (a retry runs right after its case).
+QUEUED_PER_WORKER = 2
+#: Arrays from this size on travel to a worker beside the pickle, straight from their own memory.
+OUT_OF_BAND_BYTES = 1 << 20
 #: A worker slot whose replacement fails to start this many times in a row is given up.
 MAX_FAILED_STARTS = 3
 
@@ -75,7 +81,7 @@ def _context() -> multiprocessing.context.BaseContext:
         context = multiprocessing.get_context("forkserver")
         # The fork server imports these once; each worker is then a fork of it (milliseconds, not a new
         # interpreter), and never a fork of the parent, whose threads (progress bar) would be copied mid-step.
-        context.set_forkserver_preload(["dmlconform.runner.pool"])
+        context.set_forkserver_preload(["dmlconform.runner.pool", "dmlconform.suite.loader"])
         return context
     return multiprocessing.get_context("spawn")
 
@@ -98,7 +104,7 @@ def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> 
         target = setup.target or info.feature_level
         while True:
             try:
-                task = conn.recv()
+                task = receive_task(conn)
             except (EOFError, OSError):
                 return
             if task is None:
@@ -109,6 +115,32 @@ def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> 
             conn.send(("result", result))
     finally:
         backend.close()
+
+
+def send_task(conn: Connection, task: tuple[int, Case]) -> None:
+    """Send a case with its arrays out of band (pickle protocol 5): the pipe reads the arrays' memory where it
+    is, so a case of gigabytes is not first copied into one pickle, and the worker keeps the bytes it reads."""
+    buffers: list[pickle.PickleBuffer] = []
+
+    def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+        if buffer.raw().nbytes < OUT_OF_BAND_BYTES:
+            return True  # in the pickle itself: one message is cheaper for the many small cases
+        buffers.append(buffer)
+        return False
+
+    header = pickle.dumps(task, protocol=5, buffer_callback=out_of_band)
+    conn.send((len(buffers), header))
+    for buffer in buffers:
+        conn.send_bytes(buffer.raw())
+
+
+def receive_task(conn: Connection) -> tuple[int, Case] | None:
+    """What send_task sent (None: stop). The arrays wrap the bytes read, so they are read-only."""
+    message = conn.recv()
+    if message is None:
+        return None
+    count, header = message
+    return pickle.loads(header, buffers=[conn.recv_bytes() for _ in range(count)])
 
 
 def _die_with_parent(lifeline: Connection) -> None:
@@ -131,13 +163,24 @@ class _Worker:
         self.process.start()
         child_conn.close()
         lifeline_read.close()
-        self.task: tuple[int, Case] | None = None
+        #: Cases sent and not yet answered, in order; the first is the one running.
+        self.tasks: deque[tuple[int, Case]] = deque()
+        #: When the running case overruns.
         self.deadline = 0.0
         self.info: BackendInfo | None = None
 
     def send(self, task: tuple[int, Case], deadline_s: float) -> None:
-        self.task, self.deadline = task, time.monotonic() + deadline_s
-        self.conn.send(task)
+        if not self.tasks:
+            self.deadline = time.monotonic() + deadline_s
+        send_task(self.conn, task)
+        self.tasks.append(task)
+
+    def answered(self, deadline_s: float) -> tuple[int, Case]:
+        """The running case has its result; the next one sent, if any, runs from now."""
+        task = self.tasks.popleft()
+        if self.tasks:
+            self.deadline = time.monotonic() + deadline_s
+        return task
 
     def kill(self) -> None:
         pid = self.process.pid
@@ -252,34 +295,49 @@ class WorkerPool:
         attempts: dict[int, list[CaseResult]] = {}
         idle = list(self.workers)
         busy: dict[int, _Worker] = {}  # slot -> worker
+        depth = QUEUED_PER_WORKER if retries == 0 else 1
         while (pending or busy) and not self.stop.is_set():
-            while idle and pending:
-                worker = idle.pop(0)
-                if not self._send(worker, pending.popleft(), pending):
-                    continue
-                busy[worker.slot] = worker
+            self._dispatch(idle, pending, busy, depth)
             if not busy:
                 break
             waitables = [w.conn for w in busy.values()] + [w.process.sentinel for w in busy.values()]
             wait(waitables, timeout=POLL_S)
             for worker in list(busy.values()):
-                result = self._collect(worker)
-                if result is None:
+                collected = self._collect(worker, pending)
+                if collected is None:
                     continue
-                del busy[worker.slot]
+                (index, case), result = collected
                 worker = self.workers[worker.slot]  # replaced if it died
-                assert worker.task is not None
-                index, case = worker.task
+                if not worker.tasks:
+                    del busy[worker.slot]
                 tries = attempts.setdefault(index, [])
                 tries.append(result)
                 if needs_retry(result) and len(tries) <= retries and not self.stop.is_set() and \
                         self._send(worker, (index, case), pending, retry=True):
                     busy[worker.slot] = worker
                     continue
-                worker.task = None
-                on_done(index, attempts.pop(index))
-                if worker.process.exitcode is None:
+                if not worker.tasks and worker.process.exitcode is None:
                     idle.append(worker)
+                # The worker has its next case before this one is journaled and shown, so that it computes
+                # while the parent writes.
+                if not self.stop.is_set():
+                    self._dispatch(idle, pending, busy, depth)
+                on_done(index, attempts.pop(index))
+
+    def _dispatch(self, idle: list[_Worker], pending: deque[tuple[int, Case]], busy: dict[int, _Worker],
+                  depth: int) -> None:
+        while idle and pending:
+            worker = idle.pop(0)
+            if self._send(worker, pending.popleft(), pending):
+                busy[worker.slot] = worker
+        for worker in busy.values():
+            while pending and len(worker.tasks) < depth:
+                task = pending.popleft()
+                try:
+                    worker.send(task, self.deadline_s)
+                except (OSError, ValueError):  # dying: _collect reports its running case and hands back the rest
+                    pending.appendleft(task)
+                    break
 
     def _send(self, worker: _Worker, task: tuple[int, Case], pending: deque[tuple[int, Case]],
               retry: bool = False) -> bool:
@@ -295,19 +353,23 @@ class WorkerPool:
             replacement.send(task, self.deadline_s)
             return True
 
-    def _collect(self, worker: _Worker) -> CaseResult | None:
-        """The worker's result if it has one, a CRASH or TIMEOUT result if it died or overran, else None."""
+    def _collect(self, worker: _Worker, pending: deque[tuple[int, Case]]
+                 ) -> tuple[tuple[int, Case], CaseResult] | None:
+        """The running case and the worker's result for it if it has one, a CRASH or TIMEOUT result if the worker
+        died or overran (the cases queued behind go back to `pending`, to run next), else None."""
         ended = False
         try:
             if worker.conn.poll(0):
                 _, result = worker.conn.recv()
-                return result
+                return worker.answered(self.deadline_s), result
         except (EOFError, OSError):
             ended = True  # the pipe closed: the worker is dead or dying
         if not ended and worker.process.exitcode is None and time.monotonic() < worker.deadline:
             return None
-        assert worker.task is not None and self.target is not None
-        case = worker.task[1]
+        assert worker.tasks and self.target is not None
+        task = worker.tasks.popleft()
+        pending.extendleft(reversed(worker.tasks))
+        worker.tasks.clear()
         if not ended and worker.process.exitcode is None:
             worker.kill()
             outcome = Outcome(OutcomeKind.TIMEOUT, message=f"no result within {self.deadline_s:g} s; "
@@ -315,14 +377,11 @@ class WorkerPool:
         else:
             outcome = Outcome(OutcomeKind.CRASH, message=f"worker process died while running this case "
                               f"({worker.death()}); replaced")
-        result = judge_outcome(case, outcome, self.target)
-        result.index = worker.task[0]
+        result = judge_outcome(task[1], outcome, self.target)
+        result.index = task[0]
         result.attempts = (result.outcome or result.status,)
-        task = worker.task
-        replacement = self._replace(worker)
-        if replacement is not None:
-            replacement.task = task
-        return result
+        self._replace(worker)
+        return task, result
 
     def _replace(self, worker: _Worker) -> _Worker | None:
         worker.kill()

@@ -14,4 +14,7 @@ class SuiteError(Exception):
             parts.append(field)
         parts.append(message)
         super().__init__(": ".join(parts))
-        self.file, self.case, self.field = file, case, field
+        self.file, self.case, self.field, self.message = file, case, field, message
+
+    def __reduce__(self) -> tuple[type[SuiteError], tuple[object, str, str | None, str | None]]:
+        return type(self), (self.file, self.message, self.case, self.field)  # suites may be parsed in other processes

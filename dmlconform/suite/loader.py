@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,9 @@ SUITE_SUFFIXES = (".yaml", ".yml")
 _CASE_KEYS = {"id", "op", "params", "inputs", "outputs", "candidates", "expect", "tolerance", "tags",
               "behaviour", "behavior", "note"}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+# libyaml's parser is about ten times faster than the pure-Python one and reads the same documents; PyYAML
+# ships it in its wheels, so the fallback is for a PyYAML built from source without libyaml.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
@@ -41,13 +44,23 @@ def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
     return found
 
 
-def load_paths(paths: Iterable[Path], tier: Tier | None = None) -> list[Case]:
+#: Parses suite files, (file, root) each, into (cases, suite name) each, in the same order, keeping only suites of
+#: the tier or below (and suites that name none): `load_suites` here, or something that spreads the files over
+#: processes and raises the SuiteError of the first file that has one.
+SuiteParser = Callable[[list[tuple[Path, Path]], "Tier | None"], list[tuple[list[Case], str]]]
+
+
+def load_suites(files: list[tuple[Path, Path]], tier: Tier | None = None) -> list[tuple[list[Case], str]]:
+    return [load_suite(file, root, tier) for file, root in files]
+
+
+def load_paths(paths: Iterable[Path], tier: Tier | None = None, parse: SuiteParser = load_suites) -> list[Case]:
     """Every case of the suites under `paths`; with `tier`, only suites of that tier or below (and suites
     that name no tier)."""
     cases: list[Case] = []
     seen_suites: dict[str, Path] = {}
-    for file, root in discover(paths):
-        suite_cases, name = load_suite(file, root, tier)
+    files = discover(paths)
+    for (file, _), (suite_cases, name) in zip(files, parse(files, tier), strict=True):
         if name in seen_suites:
             raise SuiteError(file, f"suite name '{name}' is already used by {seen_suites[name]}", field="suite")
         seen_suites[name] = file
@@ -61,8 +74,7 @@ def load_suite(file: Path, root: Path, tier: Tier | None = None) -> tuple[list[C
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(file, f"cannot be read ({exc})") from None
     try:
-        # libyaml's parser when PyYAML has it (the same documents, about ten times faster), else the Python one
-        document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        document = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

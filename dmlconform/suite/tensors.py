@@ -26,6 +26,34 @@ class TensorError(ValueError):
         self.field = field
 
 
+class Archives:
+    """The .npz archives one suite file reads, each opened once: a suite of generated cases names hundreds of
+    members of one archive, and reading its zip directory again for each costs more than the data."""
+
+    def __init__(self) -> None:
+        self._open: dict[Path, np.lib.npyio.NpzFile] = {}
+        self._resolved: dict[Path, Path] = {}
+
+    def resolve(self, path: Path) -> Path:
+        """path.resolve(), once per path (it walks every component of the path)."""
+        if path not in self._resolved:
+            self._resolved[path] = path.resolve()
+        return self._resolved[path]
+
+    def open(self, path: Path) -> np.lib.npyio.NpzFile:
+        if path not in self._open:
+            self._open[path] = np.load(path, allow_pickle=False)
+        return self._open[path]
+
+    def is_open(self, path: Path) -> bool:
+        return path in self._open
+
+    def close(self) -> None:
+        for archive in self._open.values():
+            archive.close()
+        self._open.clear()
+
+
 def read_desc(spec: object) -> TensorDesc:
     if not isinstance(spec, Mapping):
         raise TensorError("", f"expected a mapping with dtype and shape, got {spec!r}")
@@ -47,24 +75,6 @@ def read_desc(spec: object) -> TensorDesc:
         raise TensorError("shape", f"{shape!r} has {math.prod(shape)} elements; a tensor may hold at most "
                           f"{MAX_ELEMENTS}")
     return TensorDesc(dtype, tuple(shape))
-
-
-class Archives:
-    """The `.npz` archives one suite file reads, each opened once: reopening an archive for every tensor reads its
-    whole member directory every time, which grows with the square of its size."""
-
-    def __init__(self) -> None:
-        self._open: dict[Path, np.lib.npyio.NpzFile] = {}
-
-    def get(self, path: Path) -> np.lib.npyio.NpzFile:
-        if path not in self._open:
-            self._open[path] = np.load(path, allow_pickle=False)
-        return self._open[path]
-
-    def close(self) -> None:
-        for archive in self._open.values():
-            archive.close()
-        self._open.clear()
 
 
 def read_tensor(spec: Mapping[str, object], desc: TensorDesc, suite_file: Path, root: Path,
@@ -110,30 +120,28 @@ def _from_data(data: object, desc: TensorDesc) -> np.ndarray:
     return elements_to_array(flat, desc.dtype).reshape(desc.shape)
 
 
-def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path,
-               archives: Archives | None = None) -> np.ndarray:
+def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path, archives: Archives | None
+               ) -> np.ndarray:
     if not isinstance(reference, str) or not reference:
         raise ValueError(f"{reference!r} must be a path such as x.npy or x.npz:key")
     name, _, key = reference.partition(":") if ".npz:" in reference else (reference, "", "")
-    path = (suite_file.parent / name).resolve()
-    if not path.is_relative_to(root.resolve()):
+    resolve = archives.resolve if archives is not None else Path.resolve
+    path = resolve(suite_file.parent / name)
+    if not path.is_relative_to(resolve(root)):
         raise ValueError(f"{name!r} lies outside the suite tree {root}")
     if not path.is_file():
         raise ValueError(f"{name!r} does not exist")
     if path.suffix == ".npz":
         if not key:
             raise ValueError(f"{name!r} is an .npz archive: name the array as {name}:KEY")
-        if not zipfile.is_zipfile(path):
+        if (archives is None or not archives.is_open(path)) and not zipfile.is_zipfile(path):
             raise ValueError(f"{name!r} is not a readable .npz archive")
         try:
-            archive = archives.get(path) if archives is not None else np.load(path, allow_pickle=False)
-            try:
-                if key not in archive.files:
-                    raise ValueError(f"{name!r} has no array {key!r} (it has {', '.join(archive.files)})")
-                array = archive[key]
-            finally:
-                if archives is None:
-                    archive.close()
+            if archives is None:
+                with np.load(path, allow_pickle=False) as archive:
+                    array = _member(archive, name, key)
+            else:
+                array = _member(archives.open(path), name, key)
         except (zipfile.BadZipFile, EOFError) as exc:
             raise ValueError(f"{name!r} is not a readable .npz archive ({exc})") from None
     elif path.suffix == ".npy":
@@ -147,3 +155,9 @@ def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path
     if array.dtype != desc.dtype.numpy:
         raise ValueError(f"{reference!r} holds {array.dtype}, but dtype says {desc.dtype.name}")
     return np.asarray(array, order="C")  # np.ascontiguousarray would make a 0-d array 1-d
+
+
+def _member(archive: np.lib.npyio.NpzFile, name: str, key: str) -> np.ndarray:
+    if key not in archive.files:
+        raise ValueError(f"{name!r} has no array {key!r} (it has {', '.join(archive.files)})")
+    return archive[key]

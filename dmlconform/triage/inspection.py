@@ -16,7 +16,7 @@ from dmlconform.backends.base import Outcome, OutcomeKind
 from dmlconform.case import Case
 from dmlconform.case_result import Status
 from dmlconform.compare import bound
-from dmlconform.compare.accumulation import Accumulation
+from dmlconform.compare.accumulation import ElementTerms
 from dmlconform.compare.comparator import format_value
 from dmlconform.compare.tolerance import RuleKind, Tolerance
 from dmlconform.compare.ulp import ulp_distance
@@ -109,6 +109,13 @@ class Inspection:
 
 def inspect_case(case: Case, outputs: dict[str, np.ndarray] | None, target: FeatureLevel = HIGHEST,
                  top: int = TOP_ELEMENTS) -> Inspection:
+    try:
+        return _inspect(case, outputs, target, top)
+    finally:
+        case.forget_references()  # judging keeps them on the case; a triage session inspects many cases
+
+
+def _inspect(case: Case, outputs: dict[str, np.ndarray] | None, target: FeatureLevel, top: int) -> Inspection:
     tensors = [summarise("input", name, array) for name, array in case.inputs.items()]
     for answer, arrays in case.answers().items():
         tensors += [summarise(answer, name, array) for name, array in arrays.items()]
@@ -186,7 +193,7 @@ def rule_lines(tolerance: Tolerance, dtype: DataType) -> list[str]:
 
 
 def element_ratios(expected: np.ndarray, actual: np.ndarray, dtype: DataType, tolerance: Tolerance,
-                   accumulation: Accumulation | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                   accumulation: ElementTerms | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per flat element: ratio, ULP distance (uint64; 0 where none applies), |error| (inf where not finite), and
     the allowance (float64)."""
     e, a = expected.ravel(), actual.ravel()
@@ -214,7 +221,7 @@ def element_ratios(expected: np.ndarray, actual: np.ndarray, dtype: DataType, to
 
 
 def worst_elements(expected: np.ndarray, actual: np.ndarray, dtype: DataType, tolerance: Tolerance,
-                   accumulation: Accumulation | None, output: str, top: int) -> tuple[list[ElementDetail], int]:
+                   accumulation: ElementTerms | None, output: str, top: int) -> tuple[list[ElementDetail], int]:
     """The `top` elements with the highest ratio among those whose bits differ, and how many differ."""
     ratio, ulps, error, allowed = element_ratios(expected, actual, dtype, tolerance, accumulation)
     differs = np.flatnonzero(expected.ravel().view(dtype.bits_dtype) != actual.ravel().view(dtype.bits_dtype))
@@ -228,8 +235,7 @@ def worst_elements(expected: np.ndarray, actual: np.ndarray, dtype: DataType, to
         if accumulation is not None:
             accumulated = _accumulated(accumulation, expected.shape, flat)
         if accumulated is not None and tolerance.kind is RuleKind.BOUND:
-            text = bound.explain(e[flat], accumulated.count, accumulated.abs_sum, accumulated.weight_factors,
-                                 accumulated.abs_gradient_sum, dtype, tolerance.k)
+            text = bound.explain_at(e[flat], accumulation.at(np.array([flat]), expected.shape), 0, dtype, tolerance.k)
         details.append(ElementDetail(output, index, format_value(e[flat]), format_value(a[flat]),
                                      int(ulps[flat]) if finite[flat] else None,
                                      float(error[flat]) if finite[flat] else None, float(allowed[flat]), text,
@@ -243,7 +249,7 @@ def _allowed_text(tolerance: Tolerance, dtype: DataType, allowed: float) -> str:
     return f"{tolerance.ulps} ULP (|err| <= {allowed:.6g} here)"
 
 
-def _accumulated(accumulation: Accumulation, shape: tuple[int, ...], flat: int) -> Accumulated:
+def _accumulated(accumulation: ElementTerms, shape: tuple[int, ...], flat: int) -> Accumulated:
     def at(values: object) -> float:
         return float(np.broadcast_to(np.asarray(values), shape).ravel()[flat])
 
@@ -265,7 +271,8 @@ def _with_terms(case: Case, variant: str, elements: list[ElementDetail], notes: 
     with np.errstate(all="ignore"):
         for flat in range(gradient.size):
             unit.flat[flat] = 1
-            reference = case.op.reference(case.description, {**case.inputs, GRADIENT: unit}, variant)
+            # A copy: the accumulation data are computed lazily from the inputs, after `unit` is reset below.
+            reference = case.op.reference(case.description, {**case.inputs, GRADIENT: unit.copy()}, variant)
             unit.flat[flat] = 0
             source = tuple(int(i) for i in np.unravel_index(flat, gradient.shape))
             dy = float(gradient.flat[flat])

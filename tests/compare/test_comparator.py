@@ -227,3 +227,19 @@ def test_closeness_under_bound_is_the_error_over_the_allowance(dtype):
     assert 0 < close.closeness <= 1
     beyond = judge(golden, outside, dtype, Tolerance.bound(), accumulation)
     assert not beyond.passed and beyond.closeness > 1
+
+
+def test_differing_elements_are_found_across_blocks_as_in_one_pass(monkeypatch):
+    from dmlconform.compare import comparator
+
+    monkeypatch.setattr(comparator, "BLOCK_ELEMENTS", 1000)
+    rng = np.random.default_rng(3)
+    expected = rng.standard_normal(10_500).astype(np.float32)
+    actual = expected.copy()
+    moved = np.array([0, 999, 1000, 4321, 10_499])
+    actual[moved] = np.nextafter(actual[moved], np.float32(np.inf))
+    bits = F32.bits_dtype
+    assert comparator.differing_elements(expected.view(bits), actual.view(bits)).tolist() == moved.tolist()
+    verdict = judge(expected, actual, F32, Tolerance.exact())
+    assert verdict.mismatches == 5 and verdict.max_ulp == 1
+    assert comparator.differing_elements(expected.view(bits), expected.copy().view(bits)).size == 0

@@ -31,3 +31,20 @@ def test_ulp_of_is_the_local_spacing_and_finite_at_the_largest_value():
     assert steps[0] == 2.0**-10
     assert steps[1] == 2.0**-24
     assert steps[2] == 32.0
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_the_same_width_distance_is_the_int64_one_on_random_bit_patterns(dtype):
+    # ulp_distance maps FLOAT16/FLOAT32 in their own width; the int64 map (ordered_integers) is the definition.
+    from dmlconform.compare.ulp import ordered_integers
+
+    rng = np.random.default_rng(5)
+    width = np.dtype(dtype).itemsize
+    a, b = (rng.integers(0, 2 ** (8 * width), size=100_000, dtype=np.uint64).astype(f"u{width}").view(dtype)
+            for _ in range(2))
+    finite = np.isfinite(a) & np.isfinite(b)
+    a, b = a[finite], b[finite]
+    ia, ib = ordered_integers(a), ordered_integers(b)
+    expected = (np.maximum(ia, ib) - np.minimum(ia, ib)).astype(np.uint64)
+    assert np.array_equal(ulp_distance(a, b), expected)
+    assert not np.array_equal(ulp_distance(a, b), expected + (a != b))  # the check can fail

@@ -125,3 +125,25 @@ def test_a_worker_that_overruns_its_deadline_is_killed_and_the_case_is_a_timeout
     done = run_all(pool, seed)
     assert [done[i][0].status for i in (0, 1)] == [Status.TIMEOUT, Status.TIMEOUT]
     assert "no result within 0.5 s; worker process killed and replaced" in done[0][0].message
+
+
+def test_large_arrays_travel_beside_the_pickle_and_arrive_equal(cases) -> None:
+    import multiprocessing
+
+    import numpy as np
+
+    from dmlconform.runner import pool as pool_module
+
+    case = next(c for c in cases if c.op.name == "ACTIVATION_RELU_GRAD" and not c.expect_invalid)
+    big = np.arange(1 << 19, dtype=np.float32)  # 2 MiB
+    case.inputs = {**case.inputs, "Extra": big}
+    sending, receiving = multiprocessing.Pipe()
+    sender = threading.Thread(target=pool_module.send_task, args=(sending, (7, case)))  # a pipe holds 64 KiB
+    sender.start()
+    count, header = receiving.recv()
+    assert count == 1 and len(header) < (1 << 20)  # the 2 MiB array is not in the pickle; the small ones are
+    payload = [receiving.recv_bytes()]
+    sender.join()
+    index, copy = __import__("pickle").loads(header, buffers=payload)
+    assert index == 7 and np.array_equal(copy.inputs["Extra"], big) and not copy.inputs["Extra"].flags.writeable
+    assert all(np.array_equal(copy.inputs[k], v) for k, v in case.inputs.items())

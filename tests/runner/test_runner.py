@@ -233,3 +233,21 @@ def test_a_refusal_matches_a_refusal_candidate_and_nothing_else(tmp_path):
     path.write_text(yaml.safe_dump({"format": "dmlconform/v1", "suite": "t", "cases": [case]}))
     [strict] = load_paths([path])
     assert judge_outcome(strict, Outcome.refused("E_INVALIDARG"), HIGHEST).status is Status.FAIL
+
+
+def test_the_numpy_backend_and_the_judge_share_one_reference_per_case(seed_cases, monkeypatch):
+    case = next(c for c in seed_cases if c.op.name == "MAX_POOLING_GRAD" and not c.expect_invalid)
+    calls = []
+    original = type(case.op).reference
+
+    def counted(self, *args, **kwargs):
+        calls.append(args[2] if len(args) > 2 else kwargs.get("variant"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(case.op), "reference", counted)
+    result = run_cases([case], NumpyBackend()).results[0]
+    assert result.status is Status.PASS
+    assert len(calls) == 1  # the backend's reference is the judge's
+    assert case._references == {}  # dropped once the case is judged
+    run_cases([case], Scripted(lambda c: Outcome.ran(reference_outputs(c))))
+    assert len(calls) == 3  # another backend: the judge computes its own (and the script one more)

@@ -1,0 +1,162 @@
+"""The fast reference kernels against the kernels they replaced (tests/ops/slow_reference.py), over many random
+descriptions: outputs bit for bit, accumulation data (n, f exactly; v, M, D to a few float64 roundings, since
+the old kernel summed through BLAS, whose order and fused multiply-adds are its own), whole and at a few
+elements. Chunk sizes and thread counts are varied, since neither may change a result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dmlconform.ops.max_pooling_grad as max_pooling
+import dmlconform.ops.resample_grad1 as resample
+from dmlconform.compare.accumulation import Accumulation
+from dmlconform.dtypes import DataType
+from dmlconform.ops import MAX_POOLING_GRAD, RESAMPLE_GRAD1
+from dmlconform.ops.base import Description, TensorDesc
+from tests.ops import slow_reference
+
+F16, F32 = DataType.FLOAT16, DataType.FLOAT32
+
+
+def assert_same_reference(new_out: np.ndarray, new: Accumulation, old_out: np.ndarray, old: Accumulation,
+                          shape: tuple[int, ...]) -> None:
+    """Outputs bit for bit (any NaN matches any NaN); n and f equal; v, M, D within 4 float64 ULPs of M."""
+    assert new_out.dtype == old_out.dtype and new_out.shape == old_out.shape
+    nan_new, nan_old = np.isnan(new_out), np.isnan(old_out)
+    assert np.array_equal(nan_new, nan_old)
+    bits = np.dtype(f"u{new_out.dtype.itemsize}")
+    assert np.array_equal(new_out[~nan_new].view(bits), old_out[~nan_old].view(bits))
+
+    def whole(values: np.ndarray | float) -> np.ndarray:
+        return np.broadcast_to(values, shape).reshape(-1)
+
+    assert np.array_equal(whole(new.count), whole(old.count))
+    assert np.array_equal(whole(new.weight_factors), whole(old.weight_factors))
+    assert np.array_equal(whole(new.coordinate_slack), whole(old.coordinate_slack), equal_nan=True)
+    magnitude = whole(old.abs_sum)
+    for name in ("value", "abs_sum", "abs_gradient_sum"):
+        a, b = whole(getattr(new, name)), whole(getattr(old, name))
+        if name == "abs_gradient_sum":  # D is read only where f > 0 (the old MaxPoolingGrad left it 0)
+            keep = whole(old.weight_factors) > 0
+            a, b, scale = a[keep], b[keep], b[keep]
+        else:
+            scale = magnitude
+        assert np.array_equal(np.isnan(a), np.isnan(b)), name
+        finite = np.isfinite(b) & np.isfinite(scale)
+        assert np.array_equal(a[~finite & ~np.isnan(b)], b[~finite & ~np.isnan(b)]), name
+        assert (np.abs(a[finite] - b[finite]) <= 4 * np.finfo(np.float64).eps * scale[finite]).all(), name
+
+
+def test_the_comparison_catches_a_one_ulp_change_and_a_wrong_count():
+    out = np.array([1.0, 2.0], np.float32)
+    acc = Accumulation(np.array([1.0, 2.0]), np.array([1.0, 2.0]), np.array([1, 2]))
+    assert_same_reference(out, acc, out.copy(), acc, (2,))
+    with pytest.raises(AssertionError):
+        assert_same_reference(np.nextafter(out, np.float32(3)), acc, out, acc, (2,))
+    with pytest.raises(AssertionError):
+        assert_same_reference(out, Accumulation(acc.value, acc.abs_sum, np.array([1, 3])), out, acc, (2,))
+    with pytest.raises(AssertionError):
+        assert_same_reference(out, Accumulation(acc.value * (1 + 1e-12), acc.abs_sum, acc.count), out, acc, (2,))
+
+
+def vary_chunks_and_threads(monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator) -> None:
+    monkeypatch.setattr(max_pooling, "CHUNK_ELEMENTS", int(rng.choice([1, 7, 64, 1 << 17])))
+    monkeypatch.setattr(resample, "CHUNK_ELEMENTS", int(rng.choice([1, 5, 64, 1 << 16])))
+    monkeypatch.setenv("DMLCONFORM_THREADS", str(rng.choice([1, 2, 3])))
+
+
+def pooling_case(rng: np.random.Generator, trial: int) -> tuple[Description, dict[str, np.ndarray]]:
+    dims = int(rng.integers(1, 4))
+    spatial = [int(v) for v in rng.integers(1, 8, size=dims)]
+    window = [int(v) for v in rng.integers(1, 5, size=dims)]  # often wider than the stride: overlaps
+    params = {"Strides": tuple(int(v) for v in rng.integers(1, 4, size=dims)), "WindowSize": tuple(window),
+              "StartPadding": tuple(int(rng.integers(0, w + 1)) for w in window),
+              "EndPadding": tuple(int(rng.integers(0, w + 1)) for w in window),
+              "Dilations": tuple(int(v) for v in rng.integers(1, 4, size=dims))}
+    out = [int(rng.integers(1, 8)) for _ in range(dims)]  # below, at or past the pooled size
+    dtype = (F32, F16)[trial % 2]
+    planes = (int(rng.integers(1, 3)), int(rng.integers(1, 4)))
+    values = [-1.0, 0.0, -0.0, 2.0, 3.5]  # few values: ties
+    values += [np.nan] * (trial % 5 == 0) + [-np.inf] * (trial % 7 == 0) + [np.inf] * (trial % 11 == 0)
+    x = rng.choice(values, size=(*planes, *spatial))
+    if trial % 3 == 0:
+        x = rng.standard_normal(x.shape)
+    dy = rng.standard_normal((*planes, *out))
+    if trial % 4 == 0:
+        dy.reshape(-1)[rng.integers(0, dy.size)] = rng.choice([np.nan, np.inf, -np.inf])
+    shapes = {"InputTensor": x.shape, "InputGradientTensor": dy.shape, "OutputGradientTensor": x.shape}
+    desc = Description(MAX_POOLING_GRAD, params, {k: TensorDesc(dtype, v) for k, v in shapes.items()})
+    return desc, {"InputTensor": x.astype(dtype.numpy), "InputGradientTensor": dy.astype(dtype.numpy)}
+
+
+def check_against_the_old_kernel(op: object, old_kernel: object, desc: Description, inputs: dict[str, np.ndarray],
+                                 rng: np.random.Generator) -> None:
+    """Every variant, whole and at three random elements."""
+    for variant in op.variants:  # type: ignore[attr-defined]
+        with np.errstate(all="ignore"):
+            new = op.reference(desc, inputs, variant)  # type: ignore[attr-defined]
+            old_out, old = old_kernel(desc, inputs, variant)  # type: ignore[operator]
+            acc = new.accumulation["OutputGradientTensor"]
+            out, shape = new.outputs["OutputGradientTensor"], desc.output.shape
+            assert_same_reference(out, acc.dense, old_out, old, shape)
+            picked = np.sort(rng.choice(out.size, size=min(3, out.size), replace=False))
+            assert_same_reference(out.reshape(-1)[picked], acc.at(picked, shape), old_out.reshape(-1)[picked],
+                                  old.at(picked, shape), picked.shape)
+        if op is MAX_POOLING_GRAD:
+            assert acc.max_count() == int(old.count.max(initial=0))
+
+
+def test_max_pooling_grad_matches_the_tap_scan(monkeypatch):
+    rng = np.random.default_rng(11)
+    for trial in range(400):
+        vary_chunks_and_threads(monkeypatch, rng)
+        check_against_the_old_kernel(MAX_POOLING_GRAD, slow_reference.max_pooling_grad, *pooling_case(rng, trial), rng)
+
+
+def resample_case(rng: np.random.Generator, trial: int) -> tuple[Description, dict[str, np.ndarray]]:
+    rank = int(rng.integers(1, 5))
+
+    def per_axis(*choices: float) -> tuple[float, ...]:
+        return tuple(float(np.float32(rng.choice(choices))) for _ in range(rank))
+
+    params = {"InterpolationMode": ("LINEAR", "NEAREST_NEIGHBOR")[int(rng.integers(0, 2))],
+              "RoundingDirection": ("INCREASING", "DECREASING")[int(rng.integers(0, 2))],
+              "Scales": per_axis(1.0, 2.0, 0.5, 1.5, 0.7, 3.0, rng.uniform(0.2, 4)),
+              "InputPixelOffsets": per_axis(0, 0.5, -0.5, 0.25, rng.uniform(-1, 1)),
+              "OutputPixelOffsets": per_axis(0, 0.5, -0.5, rng.uniform(-1, 1))}
+    dx = tuple(int(v) for v in rng.integers(1, 6, size=rank))
+    dy_shape = tuple(int(v) for v in rng.integers(1, 9, size=rank))
+    dtype = (F32, F16)[trial % 2]
+    dy = rng.standard_normal(dy_shape)
+    if trial % 4 == 0:
+        dy.reshape(-1)[rng.integers(0, dy.size)] = rng.choice([np.nan, np.inf, -np.inf])
+    if trial % 6 == 0:
+        dy = rng.choice([-0.0, 0.0, 1.0, -2.0], size=dy_shape)
+    shapes = {"InputGradientTensor": dy_shape, "OutputGradientTensor": dx}
+    desc = Description(RESAMPLE_GRAD1, params, {k: TensorDesc(dtype, v) for k, v in shapes.items()})
+    return desc, {"InputGradientTensor": dy.astype(dtype.numpy)}
+
+
+def test_resample_grad1_matches_the_dense_products(monkeypatch):
+    rng = np.random.default_rng(12)
+    for trial in range(500):
+        vary_chunks_and_threads(monkeypatch, rng)
+        check_against_the_old_kernel(RESAMPLE_GRAD1, slow_reference.resample_grad1, *resample_case(rng, trial), rng)
+
+
+def test_two_linear_taps_clamped_onto_one_element_are_two_terms():
+    # Scale 2, offsets 0: output 3 samples x = 1.5 on an input of 2 elements, so its taps 1 and 2 both clamp
+    # onto element 1, each a term of weight 0.5.
+    params = {"InterpolationMode": "LINEAR", "RoundingDirection": "DECREASING", "Scales": (2.0,),
+              "InputPixelOffsets": (0.0,), "OutputPixelOffsets": (0.0,)}
+    desc = Description(RESAMPLE_GRAD1, params, {"InputGradientTensor": TensorDesc(F32, (4,)),
+                                                "OutputGradientTensor": TensorDesc(F32, (2,))})
+    dy = np.array([0.0, 0.0, 0.0, 8.0], np.float32)
+    ref = RESAMPLE_GRAD1.reference(desc, {"InputGradientTensor": dy})
+    acc = ref.accumulation["OutputGradientTensor"]
+    at = acc.at(np.array([1]), (2,))
+    old_out, old = slow_reference.resample_grad1(desc, {"InputGradientTensor": dy})
+    assert ref.outputs["OutputGradientTensor"].tolist() == old_out.tolist() == [0.0, 8.0]
+    assert int(at.count[0]) == int(old.count[1]) == 4  # outputs 1, 2 (one tap each) and output 3 (two)
+    assert float(at.abs_gradient_sum[0]) == float(old.abs_gradient_sum[1]) == 16.0  # output 3's dy counted twice

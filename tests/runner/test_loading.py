@@ -1,0 +1,63 @@
+"""Suites parsed in helper processes come out as the sequential loader gives them: cases, order, errors."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dmlconform.cli.common import bundled_suites
+from dmlconform.runner import loading
+from dmlconform.suite import SuiteError
+from dmlconform.suite.loader import load_paths, load_suites
+
+
+@pytest.fixture
+def always_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loading, "MIN_PARALLEL_BYTES", 0)
+
+
+def same_cases(left: list, right: list) -> bool:
+    if [c.full_id for c in left] != [c.full_id for c in right]:
+        return False
+    for a, b in zip(left, right, strict=True):
+        tensors_a = {**a.inputs, **{f"out.{k}": v for k, v in (a.expected or {}).items()}}
+        tensors_b = {**b.inputs, **{f"out.{k}": v for k, v in (b.expected or {}).items()}}
+        if tensors_a.keys() != tensors_b.keys() or a.op is not b.op or repr(a.description.params) != repr(b.description.params):
+            return False
+        if not all(np.array_equal(tensors_a[k].reshape(-1).view(np.uint8), tensors_b[k].reshape(-1).view(np.uint8)) for k in tensors_a):
+            return False
+    return True
+
+
+def test_parallel_parsing_gives_the_sequential_cases(always_parallel: None) -> None:
+    sequential = load_paths([bundled_suites()], parse=load_suites)
+    assert same_cases(load_paths([bundled_suites()], parse=loading.parallel_parser(2)), sequential)
+    assert not same_cases(sequential[1:], sequential)  # the comparison can fail
+
+
+def test_the_first_broken_file_in_order_is_reported(always_parallel: None, tmp_path: Path) -> None:
+    shutil.copytree(bundled_suites(), tmp_path / "suites", ignore=shutil.ignore_patterns("*.py"))
+    files = sorted((tmp_path / "suites").rglob("*.yaml"))
+    for broken in (files[1], files[-1]):
+        broken.write_text(broken.read_text().replace("format: dmlconform/v1", "format: other/v9", 1))
+    with pytest.raises(SuiteError) as sequential:
+        load_paths([tmp_path / "suites"], parse=load_suites)
+    with pytest.raises(SuiteError) as parallel:
+        load_paths([tmp_path / "suites"], parse=loading.parallel_parser(2))
+    assert str(parallel.value) == str(sequential.value)
+    assert str(files[1]) in str(parallel.value)
+
+
+def test_a_helper_that_dies_costs_only_time(always_parallel: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    start = loading._Helper.__init__
+
+    def start_and_kill(self: loading._Helper) -> None:
+        start(self)
+        self.process.kill()
+
+    monkeypatch.setattr(loading._Helper, "__init__", start_and_kill)
+    assert same_cases(load_paths([bundled_suites()], parse=loading.parallel_parser(2)),
+                      load_paths([bundled_suites()], parse=load_suites))
