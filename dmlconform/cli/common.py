@@ -46,6 +46,22 @@ TIER_HELP = ("Suite tier: smoke (seconds), standard (the default without PATHs),
              "demand into a cache). With PATHs, only suite files of this tier or below (and files that name none).")
 
 
+def write_json_output(json_path: Path, document: object) -> None:
+    """A command's --json: the document to standard output for '-', else written atomically to the file."""
+    import json
+
+    text = json.dumps(document, indent=1) + "\n"
+    if str(json_path) == "-":
+        click.echo(text, nl=False)
+        return
+    from dmlconform.atomic_file import write_atomically
+
+    try:
+        write_atomically(json_path, text)
+    except OSError as exc:
+        fail(f"cannot write {json_path}: {exc.strerror or exc}")
+
+
 def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None = None,
                parse: SuiteParser | None = None) -> list[Case]:
     """The selected cases of the given suites, or of the bundled ones at the tier (default: standard)."""

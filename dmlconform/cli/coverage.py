@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, TIER_HELP, fail, load_cases, make_console
+from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, TIER_HELP, fail, load_cases, make_console, write_json_output
 from dmlconform.suite.tiers import DEFAULT, NAMES
 
 
@@ -41,16 +40,7 @@ def coverage(result: Path | None, paths: tuple[Path, ...], tier_name: str | None
     found = compute(cases, run)
     tier = tier_name or (None if paths else DEFAULT.value)
     if json_path is not None:
-        text = json.dumps(coverage_json(found, tier), indent=1) + "\n"
-        if str(json_path) == "-":
-            click.echo(text, nl=False)
-        else:
-            from dmlconform.atomic_file import write_atomically
-
-            try:
-                write_atomically(json_path, text)
-            except OSError as exc:
-                fail(f"cannot write {json_path}: {exc.strerror or exc}")
+        write_json_output(json_path, coverage_json(found, tier))
     else:
         render_coverage(found, make_console())
     sys.exit(EXIT_FAILED if found.empty else EXIT_OK)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, make_console
+from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, make_console, write_json_output
 
 
 @click.command()
@@ -24,7 +23,6 @@ def diff(old_path: Path, new_path: Path, json_path: Path | None, limit: int) -> 
 
     Exit status: 0 nothing regressed, 1 a case regressed (matched before, not now) or failed another way,
     2 unusable input."""
-    from dmlconform.atomic_file import write_atomically
     from dmlconform.report.diff import diff_document, render_diff
     from dmlconform.results import ResultsError
     from dmlconform.results.diff import diff_runs
@@ -36,14 +34,7 @@ def diff(old_path: Path, new_path: Path, json_path: Path | None, limit: int) -> 
         fail(str(exc))
     result = diff_runs(old, new)
     if json_path is not None:
-        text = json.dumps(diff_document(result, str(old_path), str(new_path)), indent=1) + "\n"
-        if str(json_path) == "-":
-            click.echo(text, nl=False)
-        else:
-            try:
-                write_atomically(json_path, text)
-            except OSError as exc:
-                fail(f"cannot write {json_path}: {exc.strerror or exc}")
+        write_json_output(json_path, diff_document(result, str(old_path), str(new_path)))
     if json_path is None or str(json_path) != "-":
         render_diff(result, make_console(), str(old_path), str(new_path), limit)
     sys.exit(EXIT_FAILED if result.regressed else EXIT_OK)

@@ -23,6 +23,8 @@ land on either element, and both get its `|dy|` as slack.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from dmlconform.dtypes import DataType
@@ -57,11 +59,30 @@ def evaluation_orders(n_out: int, scale: float, input_offset: float, output_offs
     return np.stack([division, reciprocal, reciprocal_fused, folded, folded_fused, divided_bias]).astype(np.float32)
 
 
-def uncertainty(n_out: int, scale: float, input_offset: float, output_offset: float) -> np.ndarray:
-    """Δx per output coordinate (float64): 0 where every modelled order agrees, else γ_6(u32)·A."""
+def exactly_representable(n_out: int, scale: float, input_offset: float, output_offset: float) -> np.ndarray:
+    """Whether the real value of (o − OPO)/S − IPO (float32 operands) is a float32 value, per coordinate: where
+    it is not, every evaluation rounds, and D3D's division and reciprocal are not even correctly rounded."""
+    f32 = np.float32
+    s, ipo, opo = (Fraction(float(f32(v))) if np.isfinite(f32(v)) else None
+                   for v in (scale, input_offset, output_offset))
+    if s is None or ipo is None or opo is None:
+        return np.ones(n_out, dtype=bool)  # infinite parameters: the coordinates are ±inf or the offset's clamp
+    out = np.empty(n_out, dtype=bool)
+    for o in range(n_out):
+        x = (o - opo) / s - ipo
+        out[o] = Fraction(float(f32(float(x)))) == x
+    return out
+
+
+def uncertainty(n_out: int, scale: float, input_offset: float, output_offset: float,
+                inexact_counts: bool = False) -> np.ndarray:
+    """Δx per output coordinate (float64): 0 where every modelled order agrees (and, with `inexact_counts`, the
+    real value is a float32 value), else γ_6(u32)·A."""
     orders = evaluation_orders(n_out, scale, input_offset, output_offset)
     # An infinite coordinate clamps to an edge in every order.
     agree = np.all(orders == orders[0], axis=0) | ~np.isfinite(orders[0])
+    if inexact_counts:
+        agree &= exactly_representable(n_out, scale, input_offset, output_offset) | ~np.isfinite(orders[0])
     with np.errstate(invalid="ignore"):
         scale_a = (np.arange(n_out) + abs(output_offset)) / abs(scale) + abs(input_offset)
     k = COORDINATE_ROUNDINGS * _U32

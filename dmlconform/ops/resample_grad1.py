@@ -198,12 +198,15 @@ def contribution_counts(taps: list[AxisTaps], uncertain: list[np.ndarray | None]
 
 
 def apply_dense_transposed(dy: np.ndarray, matrices: list[np.ndarray]) -> np.ndarray:
-    """dY ×_a M_aᵀ for dense (n_out, n_in) matrices, in float64 (the coordinate slack's reach: small per axis).
+    """dY ×_a M_aᵀ for dense (n_out, n_in) matrices, in float64 (the coordinate slack's reach: small per axis);
+    identity axes are skipped.
 
     A dense product would spread a NaN or infinity through 0·NaN to every element, so non-finite data adds
     the non-zero entries alone."""
     out = dy
     for axis, m in enumerate(matrices):
+        if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(m.shape[0])):
+            continue
         last = np.moveaxis(out, axis, -1)
         if np.isfinite(last).all():
             summed = last @ m
@@ -401,9 +404,12 @@ class ResampleGrad1(Operator):
 
     def uncertain_coordinates(self, desc: Description, variant: str | None = None
                               ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per axis: the contract's coordinates x(o) and how precisely they are known, Δx(o)."""
+        """Per axis: the contract's coordinates x(o) and how precisely they are known, Δx(o). For LINEAR every
+        coordinate whose real value is not a float32 value is uncertain (a weight moves with it continuously);
+        for NEAREST_NEIGHBOR only those the modelled orders disagree on (a pick moves only at an integer)."""
+        linear = desc.params["InterpolationMode"] == "LINEAR"
         return [(source_coordinates(n_out, scale, ipo, opo).astype(np.float64),
-                 coordinates.uncertainty(n_out, scale, ipo, opo))
+                 coordinates.uncertainty(n_out, scale, ipo, opo, inexact_counts=linear))
                 for _, n_out, scale, ipo, opo in self.axes(desc, variant)]
 
     def ambiguous_picks(self, desc: Description, variant: str | None = None) -> list[np.ndarray]:

@@ -18,6 +18,7 @@ from dmlconform.compare.accumulation import Accumulation
 from dmlconform.ops.base import Description
 from dmlconform.ops.max_pooling_grad import scan_taps
 from dmlconform.ops.resample_grad1 import RESAMPLE_GRAD1, AxisTaps, axis_taps, contribution_counts
+from dmlconform.ops.resample_grad1 import apply_dense_transposed as apply_transposed
 
 
 def max_pooling_grad(desc: Description, inputs: Mapping[str, np.ndarray], variant: str = "nan-sticks"
@@ -34,28 +35,6 @@ def max_pooling_grad(desc: Description, inputs: Mapping[str, np.ndarray], varian
         out = value.astype(dy.dtype)
     return out, Accumulation(value, abs_sum, count)
 
-
-
-def apply_transposed(dy: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
-    """dX = dY ×_a W_aᵀ for every axis a, in float64; identity axes are skipped.
-
-    Only real contributions may touch a NaN or infinity: a dense product would spread one through
-    0·NaN to every element, so non-finite data takes a path that adds the non-zero weights alone.
-    """
-    out = dy
-    for axis, w in enumerate(weights):
-        if w.shape[0] == w.shape[1] and np.array_equal(w, np.eye(w.shape[0])):
-            continue
-        last = np.moveaxis(out, axis, -1)
-        if np.isfinite(last).all():
-            summed = last @ w
-        else:
-            rows, cols = np.nonzero(w)
-            summed = np.zeros((*last.shape[:-1], w.shape[1]), dtype=np.float64)
-            for row, col in zip(rows.tolist(), cols.tolist(), strict=True):
-                summed[..., col] += w[row, col] * last[..., row]
-        out = np.moveaxis(summed, -1, axis)
-    return out
 
 
 def resample_taps(desc: Description, variant: str = "literal") -> list[AxisTaps]:
