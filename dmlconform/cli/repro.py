@@ -24,8 +24,10 @@ def run_options(run: RunResult | None, target: FeatureLevel) -> list[str]:
     settings = run.settings if run is not None else {}
     backend = run.backend.name if run is not None else "numpy"
     options = ["--backend", backend]
-    if backend == "numpy" and settings.get("variant"):
+    if backend in ("numpy", "torch") and settings.get("variant"):
         options += ["--variant", str(settings["variant"])]
+    if backend == "torch" and settings.get("device"):
+        options += ["--device", str(settings["device"])]
     if backend == "onnxruntime":
         options += ["--ep", str(settings.get("ep") or "auto")]
     if backend == "native":

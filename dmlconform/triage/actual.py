@@ -31,7 +31,8 @@ def options_of(run: RunResult) -> BackendOptions:
     """The backend options a run recorded in its settings (those that change results)."""
     settings = run.settings
     return BackendOptions(ep=str(settings.get("ep") or "auto"), harness=settings.get("harness"),
-                          timeout_s=float(settings.get("timeout_s") or 60.0), variant=settings.get("variant"))
+                          timeout_s=float(settings.get("timeout_s") or 60.0), variant=settings.get("variant"),
+                          device=str(settings.get("device") or "cpu"))
 
 
 def rerun(case: Case, backend_name: str, options: BackendOptions) -> Outcome:

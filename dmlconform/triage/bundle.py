@@ -37,7 +37,7 @@ from dmlconform.results.artifacts import save_npy
 from dmlconform.results.document import backend_json, case_json
 from dmlconform.run_result import RunResult
 from dmlconform.runner.judge import judge_outcome
-from dmlconform.suite.loader import load_paths
+from dmlconform.suite.loader import FORMAT, load_paths
 from dmlconform.triage import TriageError
 from dmlconform.triage.dml import desc_struct, describe, dxdispatch_model, scalar_value
 from dmlconform.triage.inspection import Inspection
@@ -102,13 +102,15 @@ def suite_document(case: Case, files: dict[str, str], answer_files: dict[str, di
         entry["candidates"] = {c: {n: _tensor_entry(tensors[n].dtype.name, tensors[n].shape,
                                                     answer_files[c][n]) for n in case.op.outputs}
                                for c, arrays in case.candidates.items()}
+        if case.refusal_candidate is not None:
+            entry["candidates"][case.refusal_candidate] = "refused"
     if case.tolerance is not None:
         entry["tolerance"] = str(case.tolerance)
     if case.tags:
         entry["tags"] = list(case.tags)
     if case.behaviour and case.candidates:
         entry["behaviour"] = case.behaviour
-    return {"format": "dmlconform/v1", "suite": case.suite, "description": description, "cases": [entry]}
+    return {"format": FORMAT, "suite": case.suite, "description": description, "cases": [entry]}
 
 
 REPLAY_JSON = "replay.json"

@@ -70,6 +70,19 @@ def test_the_one_case_suite_keeps_scalars_bit_exact_and_names_its_files(bundled:
     assert int(np.float16(case.description.params["Min"]).view(np.uint16)) == desc["Min"]["UInt16"]
 
 
+def test_a_bundle_keeps_a_refusal_candidate(bundled: list[Case], tmp_path: Path) -> None:
+    from dmlconform.backends.base import Outcome
+    from dmlconform.runner.judge import judge_outcome
+    from dmlconform.suite.loader import load_paths
+
+    case = next(c for c in bundled if c.refusal_candidate is not None)
+    write_bundle(tmp_path, case, None, inspect_case(case, None), [], None, None, "none", HIGHEST)
+    [loaded] = load_paths([tmp_path / SUITE])
+    assert loaded.refusal_candidate == case.refusal_candidate
+    refused = judge_outcome(loaded, Outcome.refused("E_INVALIDARG"), HIGHEST)
+    assert refused.status is Status.PASS and refused.matched == case.refusal_candidate
+
+
 @pytest.mark.parametrize("op", sorted(STRUCTS))
 def test_the_model_checker_refuses_what_dxdispatch_would(bundled: list[Case], tmp_path: Path, op: str) -> None:
     case = next(c for c in bundled if c.op.name == op and not c.expect_invalid)
