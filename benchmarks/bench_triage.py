@@ -5,7 +5,7 @@
 * closeness: the comparator as it is, against the comparator before closeness was added (the file at the
   commit this branch started from, loaded from git), on 16M fp32 elements with 10 % off by 1 ULP;
 * the ULP histogram a failing case carries, against judging the same tensors;
-* `diff` of two results of the bundled suites (320 cases), against reading the two result files;
+* `diff` of two results of the bundled suites (every tier committed), against reading the two result files;
 * `show`'s list of terms for a summing case (one reference run per gradient element), against one reference run.
 Machines here are noisy: read the ratios, not the absolute times.
 """
@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from bench_reference import median_time  # this folder is on sys.path when run as a script
+from timing import paired_medians  # this folder is on sys.path when run as a script
 
 from dmlconform.backends.numpy_backend import NumpyBackend
 from dmlconform.cli import bundled_suites
@@ -64,27 +62,18 @@ def _nudged() -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def _interleaved(ours: Callable[[], object], peer: Callable[[], object], repeats: int) -> tuple[float, float]:
-    """Medians of the two, measured turn about, so that a burst of load on the machine falls on both."""
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(repeats):
-        for fn, bucket in ((ours, times[0]), (peer, times[1])):
-            bucket.append(median_time(fn, 1))
-    return statistics.median(times[0]), statistics.median(times[1])
-
-
 def closeness(repeats: int) -> tuple[float, float]:
     a, b = _nudged()
     base = _base_comparator()
     rule = Tolerance.parse("ulp:1")
-    return _interleaved(lambda: judge(a, b, DataType.FLOAT32, rule), lambda: base.judge(a, b, DataType.FLOAT32, rule),
+    return paired_medians(lambda: judge(a, b, DataType.FLOAT32, rule), lambda: base.judge(a, b, DataType.FLOAT32, rule),
                         repeats)
 
 
 def histogram(repeats: int) -> tuple[float, float]:
     a, b = _nudged()
     rule = Tolerance.exact()  # failing: the case that carries a histogram
-    return _interleaved(lambda: ulp_histogram(a, b), lambda: judge(a, b, DataType.FLOAT32, rule), repeats)
+    return paired_medians(lambda: ulp_histogram(a, b), lambda: judge(a, b, DataType.FLOAT32, rule), repeats)
 
 
 def diffing(repeats: int) -> tuple[float, float]:
@@ -93,8 +82,8 @@ def diffing(repeats: int) -> tuple[float, float]:
     write_json(run_cases(cases, NumpyBackend()), folder / "old.json")
     write_json(run_cases(cases, NumpyBackend("swapped")), folder / "new.json")
     old, new = read_document(folder / "old.json"), read_document(folder / "new.json")
-    return (median_time(lambda: diff_runs(old, new), repeats),
-            median_time(lambda: (read_document(folder / "old.json"), read_document(folder / "new.json")), repeats))
+    return paired_medians(lambda: diff_runs(old, new),
+                          lambda: (read_document(folder / "old.json"), read_document(folder / "new.json")), repeats)
 
 
 def terms(repeats: int) -> tuple[float, float, str]:
@@ -106,8 +95,9 @@ def terms(repeats: int) -> tuple[float, float, str]:
     flat = actual["OutputGradientTensor"].reshape(-1)
     flat[np.argmax(np.abs(flat))] *= np.float32(1.5)  # one wrong element, to be explained
     label = f"{case.full_id} (dY {case.inputs['InputGradientTensor'].size} elements)"
-    return (median_time(lambda: inspect_case(case, actual, top=1), repeats),
-            median_time(lambda: case.op.reference(case.description, case.inputs), repeats), label)
+    ours, peer = paired_medians(lambda: inspect_case(case, actual, top=1),
+                                lambda: case.op.reference(case.description, case.inputs), repeats)
+    return ours, peer, label
 
 
 def main() -> None:
@@ -117,7 +107,7 @@ def main() -> None:
     term_ours, term_peer, term_case = terms(repeats)
     rows = [("comparator with closeness, 16M fp32", *closeness(repeats), "comparator before closeness"),
             ("ULP histogram of a failing 16M fp32 output", *histogram(repeats), "judging it"),
-            ("diff of two 320-case results", *diffing(repeats), "reading the two files"),
+            ("diff of two results of the bundled suites", *diffing(repeats), "reading the two files"),
             ("show: the terms of one element", term_ours, term_peer, "one reference run")]
     print(f"{'work':44} {'ours (s)':>9} {'peer (s)':>9} {'ours/peer':>9}  peer")
     for name, ours, peer, peer_name in rows:

@@ -67,3 +67,9 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """A backend's message on one line of at most `limit` characters."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dmlconform.backends import register
-from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome
+from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome, one_line
 from dmlconform.case import Case
 from dmlconform.feature_levels import HIGHEST, FeatureLevel
 from dmlconform.ops.base import Description, DescriptionError
@@ -203,11 +203,6 @@ def directml_dll_version(ort: ModuleType) -> str | None:
 #: ORT messages that mean "this provider or build cannot run that node", not "something broke".
 CAPABILITY_GAPS = ("could not find an implementation", "not implemented", "cpu_ep_fallback", "fallback",
                    "not supported", "unsupported", "pad should be smaller than kernel")
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def classify_failure(exc: BaseException, stage: str, provider: str, graph: str = "") -> Outcome:

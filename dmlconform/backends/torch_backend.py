@@ -18,7 +18,7 @@ import re
 from types import ModuleType
 
 from dmlconform.backends import register
-from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome
+from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome, one_line
 from dmlconform.case import Case
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.ops.base import DescriptionError
@@ -59,11 +59,6 @@ def choose_device(requested: str, cuda_available: bool, cuda_count: int) -> str:
         raise RuntimeError(f"--device {requested}: there are {cuda_count} CUDA device(s), numbered 0 to "
                            f"{cuda_count - 1}")
     return f"cuda:{number}"
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def classify_failure(exc: BaseException, device: str) -> Outcome:

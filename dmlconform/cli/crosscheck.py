@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, load_cases, make_console
+from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, load_cases, make_console, write_json_output
 
 DEFAULT_BACKENDS = "numpy,onnxruntime,torch"
 #: What the part after the colon of `NAME:OPTION` sets, per backend.
@@ -64,7 +64,7 @@ def crosscheck(paths: tuple[Path, ...], backends_text: str, expression: str | No
     behaviour agree. Exit status: 0, 1 when a golden is suspect anywhere, 2 for unusable input or usage."""
     from dmlconform.backends import create_backend
     from dmlconform.backends.base import BackendOptions
-    from dmlconform.report.crosscheck import render_crosscheck, write_crosscheck_json
+    from dmlconform.report.crosscheck import crosscheck_document, render_crosscheck
     from dmlconform.runner.crosscheck import crosscheck_cases
 
     try:
@@ -88,8 +88,5 @@ def crosscheck(paths: tuple[Path, ...], backends_text: str, expression: str | No
             backend.close()
     render_crosscheck(run, make_console(), shown)
     if json_path is not None:
-        try:
-            write_crosscheck_json(run, json_path)
-        except OSError as exc:
-            fail(f"cannot write {json_path}: {exc.strerror or exc}")
+        write_json_output(json_path, crosscheck_document(run))
     sys.exit(EXIT_FAILED if run.golden_suspect else EXIT_OK)

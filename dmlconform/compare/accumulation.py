@@ -53,12 +53,16 @@ class Accumulation:
 
 class LazyAccumulation:
     """Accumulation data computed when asked for: at some elements (`at`), or for the whole output (`dense`,
-    and the attributes of Accumulation, which read it)."""
+    and the attributes of Accumulation, which read it). It reads the reference's inputs when asked, so they
+    must not change while it is in use.
+
+    A field of what `at` returns is a 1-D array over the elements asked for, or a scalar that stands for all
+    of them (as in Accumulation, whose fields broadcast)."""
 
     shape: tuple[int, ...]
 
     def at(self, flat: np.ndarray, shape: tuple[int, ...] | None = None) -> Accumulation:
-        """The data at `flat`, flat indices in ascending order (as the comparator finds them), as 1-D arrays."""
+        """The data at `flat`, flat indices in ascending order (as the comparator finds them)."""
         raise NotImplementedError
 
     @cached_property

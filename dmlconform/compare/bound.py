@@ -84,10 +84,10 @@ def allowance_at(golden: np.ndarray, accumulation: ElementTerms, shape: tuple[in
 
 
 def explain_at(golden: np.floating, terms: Accumulation, i: int, dtype: DataType, k: float | None) -> str:
-    """`explain` for element `i` of accumulation data taken at some elements (1-D fields, or scalars)."""
+    """`explain` for element `i` of accumulation data taken by `at`."""
     def at(values: object) -> float:
         array = np.asarray(values)
-        return float(array if array.ndim == 0 else array[i])
+        return float(array if array.ndim == 0 else array[i])  # a scalar field stands for every element
 
     return explain(golden, int(at(terms.count)), at(terms.abs_sum), int(at(terms.weight_factors)),
                    at(terms.abs_gradient_sum), dtype, k, at(terms.coordinate_slack))

@@ -13,9 +13,9 @@ vice versa. The two agree wherever the offsets are equal.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -276,8 +276,13 @@ class SeparableTerms(LazyAccumulation):
     first asked for."""
 
     def __init__(self, shape: tuple[int, ...], dy: np.ndarray, taps: list[AxisTaps],
-                 uncertain: UncertainCoordinates | None = None) -> None:
-        self.shape, self.dy, self.taps, self.uncertain = shape, dy, taps, uncertain
+                 uncertainty: Callable[[], UncertainCoordinates | None] = lambda: None) -> None:
+        self.shape, self.dy, self.taps, self._uncertainty = shape, dy, taps, uncertainty
+
+    @cached_property
+    def uncertain(self) -> UncertainCoordinates | None:
+        """Worked out only when the comparator judges an element (none, for a conforming result)."""
+        return self._uncertainty()
 
     @property
     def rounding_reaches(self) -> list[np.ndarray | None]:
@@ -412,17 +417,11 @@ class ResampleGrad1(Operator):
                  coordinates.uncertainty(n_out, scale, ipo, opo, inexact_counts=linear))
                 for _, n_out, scale, ipo, opo in self.axes(desc, variant)]
 
-    def ambiguous_picks(self, desc: Description, variant: str | None = None) -> list[np.ndarray]:
-        """NEAREST_NEIGHBOR: per axis, the output coordinates whose pick depends on the evaluation order."""
-        rounding = desc.params["RoundingDirection"]
-        return [coordinates.ambiguous_picks(x, delta, rounding)
-                for x, delta in self.uncertain_coordinates(desc, variant)]
-
     def reference(self, desc: Description, inputs: Mapping[str, np.ndarray], variant: str | None = None
                   ) -> Reference:
         dy = inputs["InputGradientTensor"]
         taps = self.taps(desc, variant)
-        terms = SeparableTerms(desc.output.shape, dy, taps, self.coordinate_uncertainty(desc, variant, taps))
+        terms = SeparableTerms(desc.output.shape, dy, taps, partial(self.coordinate_uncertainty, desc, variant, taps))
         out = resample_transposed(dy, terms.passes, desc.output.shape, dy.dtype)
         return Reference({"OutputGradientTensor": out}, {"OutputGradientTensor": terms})
 

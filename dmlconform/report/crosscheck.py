@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import statistics
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -12,9 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from dmlconform import __version__
-from dmlconform.atomic_file import write_atomically
 from dmlconform.results.document import backend_json
-from dmlconform.runner.crosscheck import AGREES_WITH_GOLDEN, CaseCrosscheck, CrosscheckRun, Verdict
+from dmlconform.runner.crosscheck import CaseCrosscheck, CrosscheckRun, Verdict
 
 FORMAT = "dmlconform-crosscheck/v1"
 SHOWN = 25
@@ -116,7 +113,7 @@ def _disagreements(run: CrosscheckRun, console: Console, shown: int) -> None:
         if case.note:
             console.print(f"    {case.note}", markup=False, highlight=False)
         for take in case.takes:
-            mark = "=" if take.status in AGREES_WITH_GOLDEN else "≠"
+            mark = "=" if take.status.matched else "≠"
             matched = f" ({take.matched})" if take.matched else ""
             console.print(f"    {mark} golden  {take.backend}: {take.status.value}{matched}: {take.message}",
                           markup=False, highlight=False)
@@ -160,7 +157,3 @@ def _case_json(case: CaseCrosscheck) -> dict[str, Any]:
                    "max_ulp": p.max_ulp, "first_index": None if p.first_index is None else list(p.first_index)}
                   for p in case.pairs],
     }
-
-
-def write_crosscheck_json(run: CrosscheckRun, path: Path) -> None:
-    write_atomically(path, json.dumps(crosscheck_document(run), indent=1) + "\n")

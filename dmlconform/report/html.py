@@ -11,7 +11,7 @@ from html import escape
 from dmlconform import __version__
 from dmlconform.case_result import CaseResult, Status
 from dmlconform.report.diff import SEVERITY, format_closeness, summary_line
-from dmlconform.report.show import histogram_bars
+from dmlconform.report.histogram import histogram_bars
 from dmlconform.results.diff import CaseDiff, Change, Drift, RunDiff
 from dmlconform.run_result import RunResult, summary
 from dmlconform.ulp_histogram import UlpBucket

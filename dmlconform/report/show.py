@@ -10,20 +10,11 @@ from rich.text import Text
 
 from dmlconform.case_result import CaseResult
 from dmlconform.report.diff import format_closeness
+from dmlconform.report.histogram import histogram_bars
 from dmlconform.run_result import RunResult
 from dmlconform.triage.dml import describe
 from dmlconform.triage.inspection import ElementDetail, Inspection
 from dmlconform.ulp_histogram import UlpBucket
-
-BAR_WIDTH = 40
-
-
-def histogram_bars(buckets: list[UlpBucket], width: int = BAR_WIDTH) -> list[tuple[UlpBucket, int]]:
-    """Each bucket with its bar length on a log scale (counts span orders of magnitude); at least 1 if not empty."""
-    top = max((b.count for b in buckets), default=0)
-    if top == 0:
-        return []
-    return [(b, max(1, round(width * math.log1p(b.count) / math.log1p(top)))) for b in buckets]
 
 
 def histogram_table(buckets: list[UlpBucket], title: str) -> Table:

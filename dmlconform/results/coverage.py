@@ -117,7 +117,6 @@ def _outcome(result: CaseResult) -> str:
 def coverage(cases: list[Case], run: RunResult | None = None) -> Coverage:
     results = {r.id: r for r in run.results} if run is not None else {}
     by_op = {name: OperatorCoverage(op, support_cells(op)) for name, op in OPERATORS.items()}
-    seen = set()
     for case in cases:
         entry = by_op[case.op.name]
         if case.expect_invalid:
@@ -130,8 +129,7 @@ def coverage(cases: list[Case], run: RunResult | None = None) -> Coverage:
         cell.cases += 1
         if run is not None:
             result = results.get(case.full_id)
-            seen.add(case.full_id)
             outcome = _outcome(result) if result is not None else "not_run"
             setattr(cell, outcome, getattr(cell, outcome) + 1)
-    unknown = len(set(results) - seen - {c.full_id for c in cases})
+    unknown = len(set(results) - {c.full_id for c in cases})
     return Coverage(list(by_op.values()), len(cases), run is not None, unknown)

@@ -48,7 +48,6 @@ class Change(Enum):
 #: Worst first, for ordering changes and groups.
 SEVERITY = (Change.REGRESSION, Change.CHANGED_FAILURE, Change.FLAKY, Change.NOT_COMPARED, Change.VANISHED,
             Change.NEW, Change.BEHAVIOUR, Change.FIX)
-_MATCHED = (Status.PASS, Status.INVALID_OK)
 _UNKNOWN = (Status.SKIPPED, Status.NOT_RUN)
 
 
@@ -191,7 +190,7 @@ def closeness_of(result: CaseResult) -> float | None:
     """The recorded closeness; for results written before it, what max ULP gives under exact and ulp:N."""
     if result.closeness is not None:
         return result.closeness
-    if result.tolerance is None or result.max_ulp is None or effective_outcome(result) not in _MATCHED:
+    if result.tolerance is None or result.max_ulp is None or not effective_outcome(result).matched:
         return None
     if result.tolerance.kind is RuleKind.ULP and result.tolerance.ulps:
         return result.max_ulp / result.tolerance.ulps
@@ -206,7 +205,7 @@ def classify(old: Status, new: Status) -> Change | None:
         return None if old == new else Change.NOT_COMPARED
     if old == new:
         return None
-    was_matched, is_matched = old in _MATCHED, new in _MATCHED
+    was_matched, is_matched = old.matched, new.matched
     if is_matched:
         return Change.FIX if not was_matched else None  # PASS <-> INVALID_OK cannot happen to one case
     if new is Status.FLAKE:
@@ -230,7 +229,7 @@ def diff_runs(old: RunResult, new: RunResult) -> RunDiff:
         compared += 1
         old_status, new_status = effective_outcome(was), effective_outcome(now)
         change = classify(old_status, new_status)
-        if change is None and new_status in _MATCHED and was.matched != now.matched:
+        if change is None and new_status.matched and was.matched != now.matched:
             change = Change.BEHAVIOUR
         if change is not None:
             changes.append(_case_diff(now, change, was, now))

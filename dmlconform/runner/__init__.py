@@ -58,7 +58,7 @@ def run_case(case: Case, backend: Backend, target: FeatureLevel, repeat: int = 1
     status in `attempts` and the output elements that were not bit-identical across repeats in `moved`."""
     clock = time.perf_counter()
     try:
-        outcomes = [_outcome(case, backend) for _ in range(repeat)]
+        outcomes = [backend_outcome(case, backend) for _ in range(repeat)]
         judged = [judge_outcome(case, outcome, target) for outcome in outcomes]
     finally:
         case.forget_references()
@@ -80,7 +80,7 @@ def raw_status(result: CaseResult) -> Status:
     return result.outcome if result.outcome is not None else result.status
 
 
-def _outcome(case: Case, backend: Backend) -> Outcome:
+def backend_outcome(case: Case, backend: Backend) -> Outcome:
     try:
         return backend.run(case)
     except Exception as exc:  # a backend bug must cost one case, never the run

@@ -23,7 +23,7 @@ the last NaN of a window win); the explanation is part of the result.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
@@ -35,6 +35,7 @@ from dmlconform.case import Case, Tensors
 from dmlconform.case_result import CaseResult, Status
 from dmlconform.compare.agreement import agreement
 from dmlconform.feature_levels import HIGHEST
+from dmlconform.runner import backend_outcome
 from dmlconform.runner.judge import judge_outcome
 
 
@@ -43,10 +44,6 @@ class Verdict(Enum):
     BACKEND_DIFFERS = "backend differs"
     GOLDEN_SUSPECT = "golden suspect"
     UNDECIDED = "undecided"
-
-
-#: Statuses that mean "came out as the golden says".
-AGREES_WITH_GOLDEN = frozenset({Status.PASS, Status.INVALID_OK})
 
 
 @dataclass
@@ -122,25 +119,28 @@ class CrosscheckRun:
 
 
 # -- running -----------------------------------------------------------------------------------------------
-def crosscheck_cases(cases: Sequence[Case], backends: Sequence[Backend], labels: Sequence[str],
-                     progress: Callable[[CaseCrosscheck], None] | None = None) -> CrosscheckRun:
+def crosscheck_cases(cases: Sequence[Case], backends: Sequence[Backend], labels: Sequence[str]) -> CrosscheckRun:
     started, clock = datetime.now(UTC), time.perf_counter()
     run = CrosscheckRun([b.info() for b in backends], list(labels), started, 0.0)
     for case in cases:
-        checked = crosscheck_case(case, backends, labels)
-        run.cases.append(checked)
-        if progress is not None:
-            progress(checked)
+        run.cases.append(crosscheck_case(case, backends, labels))
     run.duration_s = time.perf_counter() - clock
     return run
 
 
 def crosscheck_case(case: Case, backends: Sequence[Backend], labels: Sequence[str]) -> CaseCrosscheck:
+    try:
+        return _crosscheck(case, backends, labels)
+    finally:
+        case.forget_references()  # shared by the numpy backend, the judge and the pair comparisons
+
+
+def _crosscheck(case: Case, backends: Sequence[Backend], labels: Sequence[str]) -> CaseCrosscheck:
     takes: list[BackendTake] = []
     outputs: dict[str, Tensors] = {}
     for backend, label in zip(backends, labels, strict=True):
         clock = time.perf_counter()
-        outcome = _outcome(case, backend)
+        outcome = backend_outcome(case, backend)
         elapsed = time.perf_counter() - clock
         result = judge_outcome(case, outcome, HIGHEST)
         take = _take(label, result, outcome, elapsed)
@@ -149,18 +149,11 @@ def crosscheck_case(case: Case, backends: Sequence[Backend], labels: Sequence[st
         if outcome.kind is OutcomeKind.OUTPUTS and result.status is not Status.ERROR:
             outputs[label] = outcome.outputs
     # Backends are compared with each other only where one of them does not match the golden.
-    disagreement = any(t.status not in AGREES_WITH_GOLDEN for t in takes)
+    disagreement = any(not t.status.matched for t in takes)
     pairs = _compare_pairs(case, outputs) if disagreement and not case.expect_invalid else []
     checked = CaseCrosscheck(case.full_id, case.op.name, case.dtype.name, case.behaviour, takes, pairs)
     decide(checked, expect_invalid=case.expect_invalid)
     return checked
-
-
-def _outcome(case: Case, backend: Backend) -> Outcome:
-    try:
-        return backend.run(case)
-    except Exception as exc:  # a backend bug costs one case of one backend, never the crosscheck
-        return Outcome.error(f"backend raised {type(exc).__name__}: {exc}")
 
 
 def _take(label: str, result: CaseResult, outcome: Outcome, elapsed: float) -> BackendTake:
@@ -170,7 +163,7 @@ def _take(label: str, result: CaseResult, outcome: Outcome, elapsed: float) -> B
 
 
 def _explanation(case: Case, backend: Backend, take: BackendTake) -> str:
-    if take.status in AGREES_WITH_GOLDEN or case.behaviour is None:
+    if take.status.matched or case.behaviour is None:
         return ""
     reading = getattr(backend, "readings", {}).get(case.behaviour)
     if reading is None or reading in case.candidates:
@@ -185,7 +178,7 @@ def _compare_pairs(case: Case, outputs: dict[str, Tensors]) -> list[PairComparis
     outputs agree if one reading of the undocumented behaviour makes them the same answer."""
     if len(outputs) < 2:
         return []
-    references = [case.op.reference(case.description, case.inputs, variant) for variant in case.op.variants]
+    references = [case.reference(variant) for variant in case.op.variants]
     pairs = []
     for first, second in combinations(outputs, 2):
         best = None
@@ -209,9 +202,9 @@ def _compare_pairs(case: Case, outputs: dict[str, Tensors]) -> list[PairComparis
 def decide(checked: CaseCrosscheck, expect_invalid: bool = False) -> None:
     """Set the verdict, the backends it names and a note (definitions in the module docstring)."""
     takes = checked.takes
-    supporters = [t.backend for t in takes if t.status in AGREES_WITH_GOLDEN]
+    supporters = [t.backend for t in takes if t.status.matched]
     unsupported = [t.backend for t in takes if t.status is Status.NOT_SUPPORTED]
-    dissenters = [t.backend for t in takes if t.ran and t.status not in AGREES_WITH_GOLDEN]
+    dissenters = [t.backend for t in takes if t.ran and not t.status.matched]
     failed = [t.backend for t in takes if t.backend not in supporters + unsupported + dissenters]
     notes = []
     if unsupported:

@@ -16,7 +16,7 @@ from dmlconform.backends.base import Outcome, OutcomeKind
 from dmlconform.case import Case
 from dmlconform.case_result import Status
 from dmlconform.compare import bound
-from dmlconform.compare.accumulation import ElementTerms
+from dmlconform.compare.accumulation import Accumulation, ElementTerms
 from dmlconform.compare.comparator import format_value
 from dmlconform.compare.tolerance import RuleKind, Tolerance
 from dmlconform.compare.ulp import ulp_distance
@@ -151,7 +151,7 @@ def _inspect(case: Case, outputs: dict[str, np.ndarray] | None, target: FeatureL
 
 def summarise(role: str, name: str, array: np.ndarray) -> TensorSummary:
     flat = array.ravel()
-    dtype = DataType.parse(_dtype_name(array.dtype))
+    dtype = DataType.from_numpy(array.dtype)
     if dtype.is_float:
         finite = flat[np.isfinite(flat)]
         tiny = np.finfo(array.dtype).tiny
@@ -171,10 +171,6 @@ def summarise(role: str, name: str, array: np.ndarray) -> TensorSummary:
         mean = f"{float(np.mean(values, dtype=np.float64)):.7g}"
     return TensorSummary(role, name, dtype.name, tuple(array.shape), low, high, mean, int((flat == 0).sum()), nans,
                          infinities, subnormals)
-
-
-def _dtype_name(dtype: np.dtype) -> str:
-    return next(d.name for d in DataType if d.numpy == dtype)
 
 
 def rule_lines(tolerance: Tolerance, dtype: DataType) -> list[str]:
@@ -233,9 +229,10 @@ def worst_elements(expected: np.ndarray, actual: np.ndarray, dtype: DataType, to
         index = tuple(int(i) for i in np.unravel_index(flat, expected.shape)) if expected.shape else ()
         accumulated, text = None, _allowed_text(tolerance, dtype, float(allowed[flat]))
         if accumulation is not None:
-            accumulated = _accumulated(accumulation, expected.shape, flat)
-        if accumulated is not None and tolerance.kind is RuleKind.BOUND:
-            text = bound.explain_at(e[flat], accumulation.at(np.array([flat]), expected.shape), 0, dtype, tolerance.k)
+            terms = accumulation.at(np.array([flat]), expected.shape)
+            accumulated = _accumulated(terms)
+            if tolerance.kind is RuleKind.BOUND:
+                text = bound.explain_at(e[flat], terms, 0, dtype, tolerance.k)
         details.append(ElementDetail(output, index, format_value(e[flat]), format_value(a[flat]),
                                      int(ulps[flat]) if finite[flat] else None,
                                      float(error[flat]) if finite[flat] else None, float(allowed[flat]), text,
@@ -249,12 +246,13 @@ def _allowed_text(tolerance: Tolerance, dtype: DataType, allowed: float) -> str:
     return f"{tolerance.ulps} ULP (|err| <= {allowed:.6g} here)"
 
 
-def _accumulated(accumulation: ElementTerms, shape: tuple[int, ...], flat: int) -> Accumulated:
-    def at(values: object) -> float:
-        return float(np.broadcast_to(np.asarray(values), shape).ravel()[flat])
+def _accumulated(terms: Accumulation) -> Accumulated:
+    """The accumulation data of one element, taken by `at` (fields of one element, or scalars)."""
+    def first(values: object) -> float:
+        return float(np.asarray(values).reshape(-1)[0])
 
-    return Accumulated(int(at(accumulation.count)), at(accumulation.abs_sum), at(accumulation.value),
-                       int(at(accumulation.weight_factors)), at(accumulation.abs_gradient_sum), None)
+    return Accumulated(int(first(terms.count)), first(terms.abs_sum), first(terms.value),
+                       int(first(terms.weight_factors)), first(terms.abs_gradient_sum), None)
 
 
 def _with_terms(case: Case, variant: str, elements: list[ElementDetail], notes: list[str]) -> list[ElementDetail]:

@@ -856,7 +856,10 @@ struct Params {
         return v;
     }
 
-    bool uints(const char* name, UINT count, std::vector<UINT>& out) {
+    // An integer array of DimensionCount elements whose values must fit the field's element type.
+    template <typename T>
+    bool integers(const char* name, UINT count, std::vector<T>& out, long long lowest, long long highest,
+                  const char* type_name) {
         const JValue* v = array(name, count);
         if (!v) return false;
         out.clear();
@@ -865,35 +868,23 @@ struct Params {
                 bad = Reply::make("error", strf("params.%s must hold integers", name));
                 return false;
             }
-            if (e.inum < 0 || e.inum > 0xFFFFFFFFLL) {
+            if (e.inum < lowest || e.inum > highest) {
                 bad = Reply::make("refused", strf("harness validation: params.%s holds %lld, which does not fit "
-                                                  "its UINT elements; not passed to DirectML", name, e.inum));
+                                                  "its %s elements; not passed to DirectML", name, e.inum, type_name));
                 return false;
             }
-            out.push_back(UINT(e.inum));
+            out.push_back(T(e.inum));
         }
         out.push_back(0);  // never read by DirectML; keeps data() valid when count is 0
         return true;
     }
 
+    bool uints(const char* name, UINT count, std::vector<UINT>& out) {
+        return integers(name, count, out, 0, 0xFFFFFFFFLL, "UINT");
+    }
+
     bool ints(const char* name, UINT count, std::vector<INT>& out) {
-        const JValue* v = array(name, count);
-        if (!v) return false;
-        out.clear();
-        for (const JValue& e : v->items) {
-            if (!e.is_int) {
-                bad = Reply::make("error", strf("params.%s must hold integers", name));
-                return false;
-            }
-            if (e.inum < INT32_MIN || e.inum > INT32_MAX) {
-                bad = Reply::make("refused", strf("harness validation: params.%s holds %lld, which does not fit "
-                                                  "its INT elements; not passed to DirectML", name, e.inum));
-                return false;
-            }
-            out.push_back(INT(e.inum));
-        }
-        out.push_back(0);
-        return true;
+        return integers(name, count, out, INT32_MIN, INT32_MAX, "INT");
     }
 
     bool floats(const char* name, UINT count, std::vector<FLOAT>& out) {

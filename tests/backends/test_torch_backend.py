@@ -30,6 +30,7 @@ from dmlconform.dtypes import DataType  # noqa: E402
 from dmlconform.feature_levels import HIGHEST  # noqa: E402
 from dmlconform.ops import OPERATORS  # noqa: E402
 from dmlconform.ops.base import Description, TensorDesc  # noqa: E402
+from dmlconform.ops.max_pooling_grad import pooled_size  # noqa: E402
 from dmlconform.runner import run_case, run_cases  # noqa: E402
 
 CUDA = torch.cuda.is_available()
@@ -256,7 +257,7 @@ def test_max_pooling_random_geometry_passes_against_the_reference(device, dims, 
              "StartPadding": [int(rng.integers(0, 2 * w + 1)) for w in window],
              "EndPadding": [int(rng.integers(0, 2 * w + 1)) for w in window],
              "Dilations": [int(v) for v in rng.integers(1, 3, size=dims)]}
-        pooled = [(n + a + b - ((k - 1) * d + 1)) // s + 1 for n, a, b, k, d, s in
+        pooled = [pooled_size(n, k, s, a, b, d) for n, a, b, k, d, s in
                   zip(spatial, p["StartPadding"], p["EndPadding"], window, p["Dilations"], p["Strides"], strict=True)]
         if min(pooled) < 1:
             continue

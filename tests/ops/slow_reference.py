@@ -3,7 +3,8 @@
 MaxPoolingGrad as a tap-by-tap scan over the whole tensor (`scan_taps`, which the package keeps for planes with
 NaN or -inf and which tests/ops/test_max_pooling_grad.py holds to a brute-force scan) and three bincounts; the
 dense ResampleGrad1 (one matrix product per axis, from the package's unchanged per-axis taps), with their full
-float64 accumulation arrays. `tests/ops/test_fast_kernels.py` holds the fast kernels to these bit for
+float64 accumulation arrays (n, f and the coordinate slack come from the package's per-axis code, which the
+fast kernels did not change: only outputs, v, M and D are derived anew). `tests/ops/test_fast_kernels.py` holds the fast kernels to these bit for
 bit (outputs) and value for value (accumulation data) over many random descriptions. Nothing in the package
 imports this module.
 """

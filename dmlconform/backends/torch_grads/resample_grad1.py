@@ -33,8 +33,6 @@ import torch
 from dmlconform.backends.torch_grads.common import gradient_of
 from dmlconform.ops.base import Description
 
-VARIANTS = ("literal", "swapped")
-
 #: PyTorch 1-D upsamples by (mode, rounding, InputPixelOffset, OutputPixelOffset) of DirectML's formula.
 TORCH_MODES = {
     ("NEAREST_NEIGHBOR", "DECREASING", 0.0, 0.0): "nearest",
