@@ -3,9 +3,10 @@
 Loading (YAML, generated and .npz tensors, every description rule) costs a bundled case more than running it
 on the reference, and nothing can run before the selection is known, so `dmlconform run` spreads the files
 over `helpers` processes forked from the worker pool's fork server, besides parsing files itself. Files are
-handed out one at a time, so a large file does not hold up the others. The result is what `load_suites`
+handed out one at a time, largest first, so that the last to finish are small ones; a thread per helper takes
+in its answers as they come, so that a helper never waits for this process to finish a file. The result is what `load_suites`
 gives: per file in discovery order, its cases and suite name, or the SuiteError of the first file (in that
-order) that has one. A helper that dies costs nothing but time: its file is parsed again here.
+order) that has one. A helper that dies costs nothing but time: its files are parsed again here.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from multiprocessing.connection import Connection, wait
+import threading
+from collections import deque
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from dmlconform.case import Case
@@ -93,21 +96,30 @@ class _Helper:
         self.positions.append(position)
         return True
 
-    def stop(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.conn.send(None)
-            self.conn.close()
-        self.process.join(1.0)
+    def stop(self, politely: bool) -> None:
+        """Ends the helper: asked to (its thread is done with the pipe), or killed (its thread may still use it)."""
+        if politely:
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(None)
+            self.process.join(1.0)
         if self.process.exitcode is None:
             self.process.kill()
             self.process.join(1.0)
+        if politely:
+            self.conn.close()
 
 
 def _parse_in_parallel(files: list[tuple[Path, Path]], tier: Tier | None, helpers: int) -> list[Parsed]:
     results: dict[int, Parsed] = {}
     errors: dict[int, SuiteError] = {}
-    todo = list(range(len(files)))
-    again: list[int] = []
+    again: list[int] = []  # files a helper could not parse: parsed here at the end
+    # Largest first, whoever is free next: the last files to finish are small ones, so no one waits long.
+    todo = deque(sorted(range(len(files)), key=lambda position: -_size(files[position][0])))
+    lock = threading.Lock()
+
+    def take() -> int | None:
+        with lock:
+            return todo.popleft() if todo else None
 
     def parse_here(position: int) -> None:
         try:
@@ -115,44 +127,44 @@ def _parse_in_parallel(files: list[tuple[Path, Path]], tier: Tier | None, helper
         except SuiteError as exc:
             errors[position] = exc
 
-    workers = [_Helper() for _ in range(helpers)]
-
-    def hand_out(worker: _Helper) -> None:
-        while todo and len(worker.positions) < QUEUED_PER_HELPER and worker.give(todo[0], *files[todo[0]], tier):
-            todo.pop(0)
-
-    try:
-        for worker in workers:
-            hand_out(worker)
-        while todo or any(w.positions for w in workers):
-            if todo:  # this process takes files from the end, the helpers from the front
-                parse_here(todo.pop())
-            busy = [w for w in workers if w.positions]
-            if not busy:
-                continue
-            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=0 if todo else None)
-            for worker in busy:
-                if worker.conn not in ready and worker.process.sentinel not in ready:
-                    continue
-                try:
-                    position, kind, payload = worker.conn.recv() if worker.conn.poll() else (None, "died", None)
-                except (EOFError, OSError):
-                    position, kind, payload = None, "died", None
-                if kind == "died":  # the helper is gone: its files are parsed here
-                    again.extend(worker.positions)
-                    worker.positions.clear()
-                    continue
-                worker.positions.remove(position)
-                if kind == "parsed":
-                    results[position] = payload
-                elif kind == "error":
-                    errors[position] = payload
-                else:
+    def serve(helper: _Helper) -> None:
+        # A thread per helper reads its answers as soon as they come: a helper whose last answer (often
+        # megabytes) is still in the pipe cannot send the next one, and would wait while this process parses.
+        while True:
+            while len(helper.positions) < QUEUED_PER_HELPER and (position := take()) is not None:
+                if not helper.give(position, *files[position], tier):
                     again.append(position)
-                hand_out(worker)
+                    break
+            if not helper.positions:
+                return
+            try:
+                position, kind, payload = helper.conn.recv()
+            except (EOFError, OSError):  # the helper is gone: its files are parsed here
+                again.extend(helper.positions)
+                helper.positions.clear()
+                return
+            helper.positions.remove(position)
+            if kind == "parsed":
+                results[position] = payload
+            elif kind == "error":
+                errors[position] = payload
+            else:
+                again.append(position)
+
+    workers = [_Helper() for _ in range(helpers)]
+    threads = [threading.Thread(target=serve, args=(w,), name="dmlconform-loader", daemon=True) for w in workers]
+    finished = False
+    try:
+        for thread in threads:
+            thread.start()
+        while (position := take()) is not None:
+            parse_here(position)
+        for thread in threads:
+            thread.join()
+        finished = True
     finally:
         for worker in workers:
-            worker.stop()
+            worker.stop(finished)
     for position in again:
         parse_here(position)
     if errors:

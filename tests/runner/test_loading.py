@@ -61,3 +61,43 @@ def test_a_helper_that_dies_costs_only_time(always_parallel: None, monkeypatch: 
     monkeypatch.setattr(loading._Helper, "__init__", start_and_kill)
     assert same_cases(load_paths([bundled_suites()], parse=loading.parallel_parser(2)),
                       load_paths([bundled_suites()], parse=load_suites))
+
+
+def test_a_helper_that_dies_with_files_in_hand_costs_only_time(always_parallel: None,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    give = loading._Helper.give
+    given: list[int] = []
+
+    def give_then_die(self: loading._Helper, *args: object) -> bool:
+        handed = give(self, *args)  # type: ignore[arg-type]
+        given.append(1)
+        if len(given) == 3:  # two files answered or in flight, a third in the pipe
+            self.process.kill()
+        return handed
+
+    monkeypatch.setattr(loading._Helper, "give", give_then_die)
+    assert same_cases(load_paths([bundled_suites()], parse=loading.parallel_parser(1)),
+                      load_paths([bundled_suites()], parse=load_suites))
+    assert len(given) >= 3
+
+
+def test_an_interrupted_parse_leaves_no_helper_behind(always_parallel: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    helpers: list[loading._Helper] = []
+    start, parse = loading._Helper.__init__, loading.load_suite
+    parsed_here: list[Path] = []
+
+    def start_and_keep(self: loading._Helper) -> None:
+        start(self)
+        helpers.append(self)
+
+    def parse_then_interrupt(file: Path, *args: object):  # type: ignore[no-untyped-def]
+        parsed_here.append(file)
+        if len(parsed_here) == 2:
+            raise KeyboardInterrupt
+        return parse(file, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loading._Helper, "__init__", start_and_keep)
+    monkeypatch.setattr(loading, "load_suite", parse_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        load_paths([bundled_suites()], parse=loading.parallel_parser(2))
+    assert len(helpers) == 2 and all(not h.process.is_alive() for h in helpers)
