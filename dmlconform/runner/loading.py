@@ -4,9 +4,9 @@ Loading (YAML, generated and .npz tensors, every description rule) costs a bundl
 on the reference, and nothing can run before the selection is known, so `dmlconform run` spreads the files
 over `helpers` processes forked from the worker pool's fork server, besides parsing files itself. Files are
 handed out one at a time, largest first, so that the last to finish are small ones; a thread per helper takes
-in its answers as they come, so that a helper never waits for this process to finish a file. The result is what `load_suites`
-gives: per file in discovery order, its cases and suite name, or the SuiteError of the first file (in that
-order) that has one. A helper that dies costs nothing but time: its files are parsed again here.
+in its answers as they come, so that a helper never waits for this process to finish a file. The result is
+what `load_suites` gives: per file in discovery order, its cases and suite name, or the SuiteError of the
+first file (in that order) that has one. A helper that dies costs nothing but time: its files are parsed again here.
 """
 
 from __future__ import annotations

@@ -99,11 +99,11 @@ def load_suite(file: Path, root: Path, tier: Tier | None = None) -> tuple[list[C
         raise SuiteError(file, "must be a non-empty list", field="cases")
     cases: list[Case] = []
     ids: set[str] = set()
-    archives = Archives()
+    archives = Archives(root)
     try:
         for position, raw in enumerate(raw_cases):
             label = raw.get("id") if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) else f"#{position + 1}"
-            case = _CaseReader(file, root, name, label, archives).read(raw)
+            case = _CaseReader(file, name, label, archives).read(raw)
             if case.id in ids:
                 raise SuiteError(file, "duplicate case id", case=case.id, field="id")
             ids.add(case.id)
@@ -114,8 +114,8 @@ def load_suite(file: Path, root: Path, tier: Tier | None = None) -> tuple[list[C
 
 
 class _CaseReader:
-    def __init__(self, file: Path, root: Path, suite: str, label: str, archives: Archives | None = None) -> None:
-        self.file, self.root, self.suite, self.label = file, root, suite, label
+    def __init__(self, file: Path, suite: str, label: str, archives: Archives) -> None:
+        self.file, self.suite, self.label = file, suite, label
         self.archives = archives
 
     def error(self, field: str, message: str) -> SuiteError:
@@ -231,7 +231,7 @@ class _CaseReader:
 
     def tensor(self, field: str, spec: Mapping[str, Any], desc: TensorDesc, required: bool) -> np.ndarray | None:
         try:
-            return read_tensor(spec, desc, self.file, self.root, required, self.archives)
+            return read_tensor(spec, desc, self.file, self.archives, required)
         except TensorError as exc:
             raise self.error(f"{field}.{exc.field}", str(exc)) from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,31 +28,83 @@ class TensorError(ValueError):
 
 
 class Archives:
-    """The .npz archives one suite file reads, each opened once: a suite of generated cases names hundreds of
-    members of one archive, and reading its zip directory again for each costs more than the data."""
+    """The .npy and .npz files one suite file reads: each name checked once (inside the suite tree, a file),
+    each archive opened once. A suite of generated cases names hundreds of members of one archive, and reading
+    its zip directory, resolving its path, or parsing a member's header with numpy's general reader costs more
+    than the small arrays themselves."""
 
-    def __init__(self) -> None:
-        self._open: dict[Path, np.lib.npyio.NpzFile] = {}
-        self._resolved: dict[Path, Path] = {}
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._inside = root.resolve()
+        self._located: dict[tuple[Path, str], Path] = {}
+        self._open: dict[Path, zipfile.ZipFile] = {}
 
-    def resolve(self, path: Path) -> Path:
-        """path.resolve(), once per path (it walks every component of the path)."""
-        if path not in self._resolved:
-            self._resolved[path] = path.resolve()
-        return self._resolved[path]
+    def locate(self, folder: Path, name: str) -> Path:
+        """The file `name` (relative to `folder`) as a resolved path, refused outside the tree or missing."""
+        path = self._located.get((folder, name))
+        if path is None:
+            path = (folder / name).resolve()
+            if not path.is_relative_to(self._inside):
+                raise ValueError(f"{name!r} lies outside the suite tree {self.root}")
+            if not path.is_file():
+                raise ValueError(f"{name!r} does not exist")
+            self._located[(folder, name)] = path
+        return path
 
-    def open(self, path: Path) -> np.lib.npyio.NpzFile:
-        if path not in self._open:
-            self._open[path] = np.load(path, allow_pickle=False)
-        return self._open[path]
-
-    def is_open(self, path: Path) -> bool:
-        return path in self._open
+    def member(self, path: Path, name: str, key: str) -> np.ndarray:
+        """The array `key` of the .npz archive at `path` (called `name` in the suite)."""
+        archive = self._open.get(path)
+        if archive is None:
+            try:
+                archive = zipfile.ZipFile(path)
+            except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                raise ValueError(f"{name!r} is not a readable .npz archive ({exc})") from None
+            self._open[path] = archive
+        try:
+            info = archive.getinfo(f"{key}.npy")
+        except KeyError:
+            keys = [n.removesuffix(".npy") for n in archive.namelist()]
+            shown = ", ".join(keys[:5]) + (f", ... ({len(keys)} in all)" if len(keys) > 5 else "")
+            raise ValueError(f"{name!r} has no array {key!r} (it has {shown or 'none'})") from None
+        try:
+            if info.file_size <= _SMALL_MEMBER_BYTES:
+                array = _small_npy(archive.read(info))
+                if array is not None:
+                    return array
+            with archive.open(info) as stream:
+                return np.lib.format.read_array(stream, allow_pickle=False)
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+            reason = "it holds pickled objects, which are never loaded" if "pickle" in str(exc) else str(exc)
+            raise ValueError(f"{name!r}: array {key!r} cannot be read: {reason}") from None
 
     def close(self) -> None:
         for archive in self._open.values():
             archive.close()
         self._open.clear()
+
+
+#: Members up to this size are read whole and parsed by `_small_npy`; larger ones by numpy, in chunks.
+_SMALL_MEMBER_BYTES = 1 << 20
+#: The header numpy's `save` writes for a plain C-ordered array of numbers (format 1.0, 2.0 or 3.0).
+_NPY_HEADER = re.compile(rb"\{'descr': '([<>|][fiub][1-8])', 'fortran_order': False, 'shape': \(([0-9, ]*)\), \} *\n")
+
+
+def _small_npy(data: bytes) -> np.ndarray | None:
+    """The array in a whole .npy file whose header is numpy's usual one, else None (numpy's reader decides).
+    numpy parses every header with `ast.literal_eval`, which costs a small array more than its data."""
+    if data[:6] != b"\x93NUMPY" or len(data) < 10 or data[6] not in (1, 2, 3):
+        return None
+    size_bytes = 2 if data[6] == 1 else 4
+    start = 8 + size_bytes
+    end = start + int.from_bytes(data[8:start], "little")
+    match = _NPY_HEADER.fullmatch(data, start, end)
+    if match is None:
+        return None
+    shape = tuple(int(n) for n in match[2].split(b",") if n.strip())
+    dtype = np.dtype(match[1].decode("ascii"))
+    if len(data) - end != math.prod(shape) * dtype.itemsize:
+        return None  # numpy reports the truncation
+    return np.frombuffer(data, dtype, offset=end).reshape(shape).copy()
 
 
 def read_desc(spec: object) -> TensorDesc:
@@ -77,8 +130,8 @@ def read_desc(spec: object) -> TensorDesc:
     return TensorDesc(dtype, tuple(shape))
 
 
-def read_tensor(spec: Mapping[str, object], desc: TensorDesc, suite_file: Path, root: Path,
-                data_required: bool = True, archives: Archives | None = None) -> np.ndarray | None:
+def read_tensor(spec: Mapping[str, object], desc: TensorDesc, suite_file: Path, archives: Archives,
+                data_required: bool = True) -> np.ndarray | None:
     sources = [key for key in SOURCES if key in spec]
     if len(sources) > 1:
         raise TensorError(sources[1], f"give exactly one of data, file or generate, not {' and '.join(sources)}")
@@ -91,7 +144,7 @@ def read_tensor(spec: Mapping[str, object], desc: TensorDesc, suite_file: Path, 
         if source == "data":
             array = _from_data(spec["data"], desc)
         elif source == "file":
-            array = _from_file(spec["file"], desc, suite_file, root, archives)
+            array = _from_file(spec["file"], desc, suite_file, archives)
         else:
             array = generate(spec["generate"], desc.dtype, desc.shape)  # type: ignore[arg-type]
     except TensorError:
@@ -120,30 +173,15 @@ def _from_data(data: object, desc: TensorDesc) -> np.ndarray:
     return elements_to_array(flat, desc.dtype).reshape(desc.shape)
 
 
-def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path, archives: Archives | None
-               ) -> np.ndarray:
+def _from_file(reference: object, desc: TensorDesc, suite_file: Path, archives: Archives) -> np.ndarray:
     if not isinstance(reference, str) or not reference:
         raise ValueError(f"{reference!r} must be a path such as x.npy or x.npz:key")
     name, _, key = reference.partition(":") if ".npz:" in reference else (reference, "", "")
-    resolve = archives.resolve if archives is not None else Path.resolve
-    path = resolve(suite_file.parent / name)
-    if not path.is_relative_to(resolve(root)):
-        raise ValueError(f"{name!r} lies outside the suite tree {root}")
-    if not path.is_file():
-        raise ValueError(f"{name!r} does not exist")
+    path = archives.locate(suite_file.parent, name)
     if path.suffix == ".npz":
         if not key:
             raise ValueError(f"{name!r} is an .npz archive: name the array as {name}:KEY")
-        if (archives is None or not archives.is_open(path)) and not zipfile.is_zipfile(path):
-            raise ValueError(f"{name!r} is not a readable .npz archive")
-        try:
-            if archives is None:
-                with np.load(path, allow_pickle=False) as archive:
-                    array = _member(archive, name, key)
-            else:
-                array = _member(archives.open(path), name, key)
-        except (zipfile.BadZipFile, EOFError) as exc:
-            raise ValueError(f"{name!r} is not a readable .npz archive ({exc})") from None
+        array = archives.member(path, name, key)
     elif path.suffix == ".npy":
         try:
             array = np.load(path, allow_pickle=False)
@@ -155,9 +193,3 @@ def _from_file(reference: object, desc: TensorDesc, suite_file: Path, root: Path
     if array.dtype != desc.dtype.numpy:
         raise ValueError(f"{reference!r} holds {array.dtype}, but dtype says {desc.dtype.name}")
     return np.asarray(array, order="C")  # np.ascontiguousarray would make a 0-d array 1-d
-
-
-def _member(archive: np.lib.npyio.NpzFile, name: str, key: str) -> np.ndarray:
-    if key not in archive.files:
-        raise ValueError(f"{name!r} has no array {key!r} (it has {', '.join(archive.files)})")
-    return archive[key]
