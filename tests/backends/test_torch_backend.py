@@ -30,8 +30,8 @@ from dmlconform.dtypes import DataType  # noqa: E402
 from dmlconform.feature_levels import HIGHEST  # noqa: E402
 from dmlconform.ops import OPERATORS  # noqa: E402
 from dmlconform.ops.base import Description, TensorDesc  # noqa: E402
-from dmlconform.ops.max_pooling_grad import pooled_size  # noqa: E402
 from dmlconform.runner import run_case, run_cases  # noqa: E402
+from tests.ops.random_pooling import random_geometry  # noqa: E402
 
 CUDA = torch.cuda.is_available()
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not CUDA, reason="no CUDA device (CI has none)"))]
@@ -252,13 +252,7 @@ def test_max_pooling_random_geometry_passes_against_the_reference(device, dims, 
     checked = 0
     for trial in range(40):
         spatial = [int(v) for v in rng.integers(1, 7 if dims == 2 else 5, size=dims)]
-        window = [int(v) for v in rng.integers(1, 4, size=dims)]
-        p = {"Strides": [int(v) for v in rng.integers(1, 3, size=dims)], "WindowSize": window,
-             "StartPadding": [int(rng.integers(0, 2 * w + 1)) for w in window],
-             "EndPadding": [int(rng.integers(0, 2 * w + 1)) for w in window],
-             "Dilations": [int(v) for v in rng.integers(1, 3, size=dims)]}
-        pooled = [pooled_size(n, k, s, a, b, d) for n, a, b, k, d, s in
-                  zip(spatial, p["StartPadding"], p["EndPadding"], window, p["Dilations"], p["Strides"], strict=True)]
+        p, pooled = random_geometry(rng, spatial, padding_windows=2)
         if min(pooled) < 1:
             continue
         out = [max(1, q + int(rng.integers(-1, 3))) for q in pooled]

@@ -39,8 +39,8 @@ F = torch.nn.functional
 from dmlconform.backends.torch_grads.slice_grad import window_view as _slice_view  # noqa: E402
 from dmlconform.dtypes import DataType  # noqa: E402
 from dmlconform.ops import find_operator  # noqa: E402
-from dmlconform.ops.max_pooling_grad import pooled_size  # noqa: E402
 from dmlconform.suite.loader import load_paths  # noqa: E402
+from tests.ops.random_pooling import random_geometry  # noqa: E402
 
 VECTORS = Path(__file__).resolve().parents[2] / "test_vectors"
 EXACT_FLOAT64 = 2**53
@@ -254,13 +254,7 @@ def test_max_pooling_grad_random(describe, dtype, dims):
     op = find_operator("MAX_POOLING_GRAD")
     for trial in range(20):
         spatial = [int(v) for v in rng.integers(2, 8 if dims == 2 else 5, size=dims)]
-        window = [int(v) for v in rng.integers(1, 4, size=dims)]
-        p = {"Strides": [int(v) for v in rng.integers(1, 3, size=dims)], "WindowSize": window,
-             "StartPadding": [int(rng.integers(0, w + 1)) for w in window],
-             "EndPadding": [int(rng.integers(0, w + 1)) for w in window],
-             "Dilations": [int(v) for v in rng.integers(1, 3, size=dims)]}
-        pooled = [pooled_size(n, k, s, a, b, d) for n, a, b, k, d, s in
-                  zip(spatial, p["StartPadding"], p["EndPadding"], window, p["Dilations"], p["Strides"], strict=True)]
+        p, pooled = random_geometry(rng, spatial, padding_windows=1)
         if min(pooled) < 1:
             continue
         out = [max(1, q + int(rng.integers(-1, 2))) for q in pooled]
