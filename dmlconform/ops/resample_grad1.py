@@ -25,6 +25,7 @@ from dmlconform.dtypes import DataType as T
 from dmlconform.feature_levels import FeatureLevel as L
 from dmlconform.feature_levels import SupportRow, SupportTable
 from dmlconform.ops import _resample_coordinates as coordinates
+from dmlconform.ops._resample_kernel import TransposePass, resample_transposed, transpose_passes
 from dmlconform.ops.base import (
     Description,
     DescriptionError,
@@ -33,7 +34,6 @@ from dmlconform.ops.base import (
     ParamKind,
     Reference,
 )
-from dmlconform.ops.parallel import in_parallel
 
 SUPPORT = SupportTable((SupportRow(L.L5_1, 1, 4, frozenset({T.FLOAT32, T.FLOAT16})),))
 
@@ -82,6 +82,10 @@ class AxisTaps:
         cols, rows = np.divmod(key, self.n_out)
         return rows, cols, weights, taps
 
+    def passes(self) -> list[TransposePass]:
+        """The taps as passes of the transposed product (dmlconform/ops/_resample_kernel.py)."""
+        return transpose_passes(*self.by_input(), self.n_in)
+
     def terms_per_input(self) -> np.ndarray:
         return np.bincount(self.cols, minlength=self.n_in)
 
@@ -115,134 +119,6 @@ def axis_weights(n_in: int, n_out: int, scale: float, input_offset: float, outpu
                  mode: str, rounding: str) -> np.ndarray:
     """W[o, i]: the weight with which forward input i contributes to forward output o (float64)."""
     return axis_taps(n_in, n_out, scale, input_offset, output_offset, mode, rounding).matrix()
-
-
-#: dY elements handled together along the leading axes that resampling leaves alone (batch, channel): a chunk's
-#: float64 temporaries stay in the CPU caches, and each thread runs long enough between NumPy calls not to
-#: queue for the GIL (at 2^16, two threads were no faster than one; at 2^18, 1.6x).
-CHUNK_ELEMENTS = 1 << 18
-
-
-@dataclass(frozen=True)
-class TransposePass:
-    """One rank of an axis' taps grouped by input: input `cols[j]` receives `weights[j]·dy[rows[j]]`, and no
-    input twice, so a pass is a gather, a product and an add. Pass r holds each input's (r+1)-th tap in
-    ascending output order; applying the passes in order sums each input's terms in that order."""
-
-    rows: np.ndarray
-    cols: np.ndarray
-    #: W[o, i]: two taps of one output clamped onto one input are one entry, as in the weight matrix.
-    weights: np.ndarray
-    #: How many taps the entry stands for (1, or 2 where two clamped together): its terms in D.
-    taps: np.ndarray
-    every_input: bool
-    #: The entries as a few runs of evenly spaced rows and cols (slices, read and written in place of a gather
-    #: and a scatter), or None where they are too irregular for that to pay.
-    runs: tuple[SliceRun, ...] | None = None
-
-
-@dataclass(frozen=True)
-class SliceRun:
-    """Entries `entries` of a pass: rows `rows` of dY feed cols `cols` of dX, one to one."""
-
-    rows: slice
-    cols: slice
-    entries: slice
-    #: The run's weight and tap count where every entry has the same (a scalar factor is cheaper to apply).
-    same_weight: float | None = None
-    same_taps: float | None = None
-
-
-#: A pass split into more runs than this is applied with a gather instead.
-MAX_RUNS = 8
-
-
-def _same(values: np.ndarray) -> float | None:
-    return values.dtype.type(values[0]) if values.size and bool((values == values[0]).all()) else None
-
-
-def slice_runs(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, taps: np.ndarray
-               ) -> tuple[SliceRun, ...] | None:
-    """rows → cols (cols ascending) as runs of constant positive steps in both, greedily from the first entry;
-    None if there are more than MAX_RUNS."""
-    row_steps, col_steps = np.diff(rows).tolist(), np.diff(cols).tolist()
-    runs: list[SliceRun] = []
-    first = 0
-    while first < rows.size:
-        last = first  # the run's last entry
-        if first < len(row_steps) and row_steps[first] > 0 and col_steps[first] > 0:
-            step = (row_steps[first], col_steps[first])
-            last += 1
-            while last < len(row_steps) and (row_steps[last], col_steps[last]) == step:
-                last += 1
-        row_step = row_steps[first] if last > first else 1
-        col_step = col_steps[first] if last > first else 1
-        entries = slice(first, last + 1)
-        runs.append(SliceRun(slice(int(rows[first]), int(rows[last]) + 1, row_step),
-                             slice(int(cols[first]), int(cols[last]) + 1, col_step), entries,
-                             _same(weights[entries]), _same(taps[entries])))
-        if len(runs) > MAX_RUNS:
-            return None
-        first = last + 1
-    return tuple(runs)
-
-
-def transpose_passes(axis: AxisTaps) -> list[TransposePass]:
-    """The axis' taps as passes of the transposed product."""
-    rows, cols, weights, taps = axis.by_input()
-    rank = np.arange(cols.size) - np.searchsorted(cols, cols)
-    passes = []
-    for r in range(int(rank.max()) + 1 if cols.size else 0):
-        chosen = rank == r
-        entries = (rows[chosen], cols[chosen], weights[chosen], taps[chosen])
-        passes.append(TransposePass(*entries, int(chosen.sum()) == axis.n_in, slice_runs(*entries)))
-    return passes
-
-
-def is_identity(passes: list[TransposePass], weight: str) -> bool:
-    """Whether the axis maps output i to input i with factor 1 in the named weight (then it is skipped, which
-    also keeps a -0 gradient -0)."""
-    return len(passes) == 1 and passes[0].every_input and np.array_equal(passes[0].rows, passes[0].cols) and \
-        bool((getattr(passes[0], weight) == 1).all())
-
-
-def apply_transposed(dy: np.ndarray, passes: list[list[TransposePass]], n_in: tuple[int, ...],
-                     weight: str = "weights", first_axis: int = 0) -> np.ndarray:
-    """dX = dY ×_a W_aᵀ over every axis a (in order; identity axes skipped), in float64. `passes` and `n_in`
-    describe the axes from `first_axis` on.
-
-    `weight` names the TransposePass field that weighs each term: `weights` for the value, `taps` for D; M
-    is this with `weights` over |dY|, since resampling weights are never negative. Each input's terms are
-    multiplied and added one at a time in ascending output order, and only real taps are read, so a NaN or
-    an infinity reaches only the elements it contributes to.
-    """
-    out = dy
-    for axis, axis_passes, size in zip(range(first_axis, dy.ndim), passes, n_in, strict=True):
-        if is_identity(axis_passes, weight):
-            continue
-        summed = np.zeros((*out.shape[:axis], size, *out.shape[axis + 1:]), dtype=np.float64)
-        term = np.empty_like(summed)
-        trailing = (1,) * (out.ndim - axis - 1)
-        lead = (slice(None),) * axis
-        for rank, tap_pass in enumerate(axis_passes):
-            factor = getattr(tap_pass, weight).reshape(-1, *trailing)
-            if tap_pass.runs is not None:  # the same products and sums, read and written through slices
-                for run in tap_pass.runs:
-                    sums = summed[(*lead, run.cols)]
-                    products = sums if rank == 0 else term[(*lead, run.cols)]
-                    same = run.same_weight if weight == "weights" else run.same_taps
-                    np.multiply(out[(*lead, run.rows)], factor[run.entries] if same is None else same, out=products)
-                    # An input's first term is added to 0.0 like the others: term + 0.0 is 0.0 + term (-0 gives +0).
-                    np.add(sums, 0.0 if rank == 0 else products, out=sums)
-            elif tap_pass.every_input:
-                np.take(out, tap_pass.rows, axis=axis, out=term)
-                np.multiply(term, factor, out=term)
-                summed += term
-            else:
-                where = (slice(None),) * axis + (tap_pass.cols,)
-                summed[where] += np.take(out, tap_pass.rows, axis=axis) * factor
-        out = summed
-    return out
 
 
 def contribution_counts(taps: list[AxisTaps], uncertain: list[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -290,28 +166,6 @@ def coordinate_slack(dy_abs: np.ndarray, deltas: list[np.ndarray], reaches: list
     return slack
 
 
-def resample_transposed(dy: np.ndarray, passes: list[list[TransposePass]], n_in: tuple[int, ...],
-                        out_dtype: np.dtype, weight: str = "weights", magnitudes: bool = False) -> np.ndarray:
-    """apply_transposed (of |dY| if `magnitudes`), rounded to `out_dtype`, a chunk of the leading identity axes
-    at a time."""
-    kept = next((a for a, axis in enumerate(passes) if not is_identity(axis, weight)), len(passes))
-    batch = math.prod(dy.shape[:kept])
-    rows_in = dy.reshape(batch, *dy.shape[kept:])
-    out = np.empty((batch, *n_in[kept:]), dtype=out_dtype)
-    step = max(1, CHUNK_ELEMENTS // max(math.prod(dy.shape[kept:]), 1))
-
-    def chunk(first: int) -> None:
-        with np.errstate(invalid="ignore", over="ignore"):
-            part = rows_in[first:first + step].astype(np.float64)
-            if magnitudes:
-                np.abs(part, out=part)
-            summed = apply_transposed(part, passes[kept:], n_in[kept:], weight, first_axis=1)
-            np.copyto(out[first:first + step], summed, casting="unsafe")
-
-    in_parallel(chunk, range(0, batch, step))
-    return out.reshape(n_in)
-
-
 @dataclass(frozen=True)
 class UncertainCoordinates:
     """Source coordinates that are not known exactly (an implementation may evaluate them in another order) and
@@ -353,7 +207,7 @@ class SeparableTerms(LazyAccumulation):
 
     @cached_property
     def passes(self) -> list[list[TransposePass]]:
-        return [transpose_passes(axis) for axis in self.taps]
+        return [axis.passes() for axis in self.taps]
 
     @cached_property
     def dense(self) -> Accumulation:

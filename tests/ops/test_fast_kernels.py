@@ -8,12 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import dmlconform.ops._resample_kernel as resample
 import dmlconform.ops.max_pooling_grad as max_pooling
-import dmlconform.ops.resample_grad1 as resample
 from dmlconform.compare.accumulation import Accumulation
 from dmlconform.dtypes import DataType
 from dmlconform.ops import MAX_POOLING_GRAD, RESAMPLE_GRAD1
 from dmlconform.ops.base import Description, TensorDesc
+from dmlconform.ops.resample_grad1 import axis_taps
 from tests.ops import slow_reference
 
 F16, F32 = DataType.FLOAT16, DataType.FLOAT32
@@ -64,6 +65,7 @@ def vary_chunks_and_threads(monkeypatch: pytest.MonkeyPatch, rng: np.random.Gene
     pooling_chunks = [1, 7, 64, 1 << 17, max_pooling.CHUNK_ELEMENTS]
     monkeypatch.setattr(max_pooling, "CHUNK_ELEMENTS", int(rng.choice(pooling_chunks)))
     monkeypatch.setattr(resample, "CHUNK_ELEMENTS", int(rng.choice([1, 5, 64, 1 << 16, resample.CHUNK_ELEMENTS])))
+    monkeypatch.setattr(resample, "REGULAR_MIN_ELEMENTS", int(rng.choice([0, resample.REGULAR_MIN_ELEMENTS])))
     monkeypatch.setenv("DMLCONFORM_THREADS", str(rng.choice([1, 2, 3])))
 
 
@@ -184,10 +186,10 @@ def test_passes_through_slices_sum_what_gathers_sum(trial: int) -> None:
     n_out = int(rng.integers(1, 40))
     n_in = max(1, round(n_out / float(rng.choice([0.5, 1, 2, 3, 0.75, 1.37]))))
     scale = n_out / n_in if trial % 3 else float(rng.choice([2.0, 0.5, 3.0]))
-    taps = resample.axis_taps(n_in, n_out, scale, float(rng.choice([0.5, 0.0, 0.25])),
+    taps = axis_taps(n_in, n_out, scale, float(rng.choice([0.5, 0.0, 0.25])),
                               float(rng.choice([-0.5, 0.0])), "LINEAR" if trial % 2 else "NEAREST_NEIGHBOR",
                               str(rng.choice(["DECREASING", "INCREASING"])))
-    passes = resample.transpose_passes(taps)
+    passes = taps.passes()
     gathered = [dataclasses.replace(p, runs=None) for p in passes]
     dy = rng.standard_normal((3, n_out)) * rng.choice([1.0, 1e30], size=(3, n_out))
     dy[rng.random(dy.shape) < 0.1] = -0.0
@@ -207,3 +209,80 @@ def test_passes_through_slices_sum_what_gathers_sum(trial: int) -> None:
         wrong = resample.apply_transposed(finite, [late], (n_in,), "weights", first_axis=1)
         right = resample.apply_transposed(finite, [gathered], (n_in,), "weights", first_axis=1)
         assert wrong.tobytes() != right.tobytes()
+
+
+def upsampling_case(rng: np.random.Generator, trial: int) -> tuple[np.ndarray, list[list[resample.TransposePass]],
+                                                                     tuple[int, ...]]:
+    """dY and passes of an integer upsampling on some axes (the regular patterns the sweeps take), identity on
+    others; -0, NaN and infinities in dY."""
+    rank = int(rng.integers(1, 5))
+    n_in = tuple(int(v) for v in rng.integers(1, 20, size=rank))
+    steps, taps = [], []
+    for size in n_in:
+        step = 1 if rng.random() < 0.3 else int(rng.choice([1, 2, 4]))
+        mode = "LINEAR" if rng.random() < 0.7 else "NEAREST_NEIGHBOR"
+        taps.append(axis_taps(size, step * size, float(step), float(rng.choice([0.5, 0.0, 0.25])),
+                              float(rng.choice([-0.5, 0.0])), mode, str(rng.choice(["DECREASING", "INCREASING"]))))
+        steps.append(step)
+    dy = rng.standard_normal(tuple(s * n for s, n in zip(steps, n_in, strict=True)))
+    dy[rng.random(dy.shape) < 0.1] = -0.0
+    if trial % 3 == 0:
+        dy.reshape(-1)[rng.integers(0, dy.size)] = rng.choice([np.nan, np.inf, -np.inf])
+    if trial % 5 == 0:
+        dy[...] = -0.0  # every sum is of -0 terms alone: +0 after the final + 0.0, as 0.0 + -0 gives
+    return dy.astype(np.float32), [axis.passes() for axis in taps], n_in
+
+
+@pytest.mark.parametrize("trial", range(120))
+def test_regular_sweeps_sum_what_the_passes_sum(trial: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The strided sweeps of a regular axis and the sums of its edge inputs: bit for bit what the slice runs and
+    gathers give, for the value, M and D, rounded to each dtype, whatever the chunk size and thread count."""
+    rng = np.random.default_rng(trial)
+    dy, passes, n_in = upsampling_case(rng, trial)
+    for weight, magnitudes in (("weights", False), ("weights", True), ("taps", True)):
+        for dtype in (np.float16, np.float32, np.float64):
+            monkeypatch.setattr(resample, "REGULAR_MIN_ELEMENTS", 1 << 62)
+            runs = resample.resample_transposed(dy, passes, n_in, np.dtype(dtype), weight, magnitudes)
+            monkeypatch.setattr(resample, "REGULAR_MIN_ELEMENTS", 0)
+            vary_chunks_and_threads(monkeypatch, rng)
+            monkeypatch.setattr(resample, "REGULAR_MIN_ELEMENTS", 0)
+            swept = resample.resample_transposed(dy, passes, n_in, np.dtype(dtype), weight, magnitudes)
+            assert swept.tobytes() == runs.tobytes()
+
+
+def test_the_regular_pattern_of_a_doubling() -> None:
+    """LINEAR x2 with half-pixel offsets: input i reads coordinates 2i-1, 2i, 2i+1, 2i+2 with weights 1/4, 3/4, 3/4,
+    1/4; inputs 0, 1 and the last have fewer or clamped taps and are summed on their own."""
+    pattern = resample.regular_axis(axis_taps(56, 112, 2.0, 0.5, -0.5, "LINEAR", "DECREASING").passes(), 56, 112)
+    assert pattern is not None
+    assert (pattern.step, pattern.shifts, pattern.weights) == (2, (-1, 0, 1, 2), (0.25, 0.75, 0.75, 0.25))
+    assert [col for col, _ in pattern.edges] == [0, 1, 55]
+    assert [(t.row, t.weights, t.taps) for t in pattern.edges[0][1]] == [(0, 1.0, 2.0), (1, 0.75, 1.0), (2, 0.25, 1.0)]
+    # Scale 3 rounds its coordinates in float32, so its weights differ from input to input: no shared pattern.
+    assert resample.regular_axis(axis_taps(20, 60, 3.0, 0.5, -0.5, "LINEAR", "DECREASING").passes(), 20, 60) is None
+
+
+@pytest.mark.parametrize("bug", ["shift", "edges"])
+def test_a_wrong_sweep_is_caught(bug: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plausible bugs in the sweeps change the result the comparison above reads: a pattern one coordinate off,
+    and edge inputs left with the sweeps' stray sums."""
+    import dataclasses
+
+    rng = np.random.default_rng(5)
+    dy = rng.standard_normal((3, 40, 48)).astype(np.float32)
+    passes = [resample.transpose_passes(np.arange(3), np.arange(3), np.ones(3), np.ones(3), 3)]
+    passes += [axis_taps(n, 2 * n, 2.0, 0.5, -0.5, "LINEAR", "DECREASING").passes() for n in (20, 24)]
+    monkeypatch.setattr(resample, "REGULAR_MIN_ELEMENTS", 0)
+    right = resample.resample_transposed(dy, passes, (3, 20, 24), np.dtype(np.float32))
+    original = resample.regular_axis
+
+    def wrong(tap_passes: list[resample.TransposePass], n_in: int, n_out: int) -> resample.RegularAxis | None:
+        pattern = original(tap_passes, n_in, n_out)
+        if pattern is None:
+            return None
+        if bug == "shift":
+            return dataclasses.replace(pattern, shifts=(pattern.shifts[0] + 1, *pattern.shifts[1:]))
+        return dataclasses.replace(pattern, edges=())
+
+    monkeypatch.setattr(resample, "regular_axis", wrong)
+    assert resample.resample_transposed(dy, passes, (3, 20, 24), np.dtype(np.float32)).tobytes() != right.tobytes()
