@@ -33,13 +33,20 @@ def effective_status(result: CaseResult) -> Status:
 
 
 def level_verdicts(results: list[CaseResult], target: FeatureLevel) -> list[LevelVerdict]:
-    verdicts = []
-    for level in FeatureLevel:
-        relevant = [r for r in results if r.required_level <= level]
+    """Per level, the cases required at or below it: tallied once per case's own level, then summed up the
+    levels in order."""
+    tallies: dict[FeatureLevel, list[int]] = {}
+    for r in results:
+        tally = tallies.setdefault(r.required_level, [0, 0, 0])
+        tally[0] += 1
         # A known failure is known, not conformant: it never counts as a match.
-        matched = sum(1 for r in relevant if effective_status(r).matched)
-        known = sum(1 for r in relevant if r.status is Status.EXPECTED_FAIL)
-        verdicts.append(LevelVerdict(level, len(relevant), matched, level <= target, known))
+        tally[1] += effective_status(r).matched
+        tally[2] += r.status is Status.EXPECTED_FAIL
+    verdicts, required, matched, known = [], 0, 0, 0
+    for level in sorted(FeatureLevel, key=lambda level: level.value):
+        own = tallies.get(level, (0, 0, 0))
+        required, matched, known = required + own[0], matched + own[1], known + own[2]
+        verdicts.append(LevelVerdict(level, required, matched, level <= target, known))
     return verdicts
 
 

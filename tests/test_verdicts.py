@@ -1,0 +1,60 @@
+"""Feature-level verdicts (dmlconform/verdicts.py) against their definition, case by case."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from dmlconform.case_result import CaseResult, Status
+from dmlconform.feature_levels import FeatureLevel
+from dmlconform.verdicts import LevelVerdict, effective_status, level_verdicts
+
+
+def by_definition(results: list[CaseResult], target: FeatureLevel) -> list[LevelVerdict]:
+    """Per level, the cases required at or below it, counted one level at a time."""
+    return [LevelVerdict(level, sum(1 for r in results if r.required_level <= level),
+                         sum(1 for r in results if r.required_level <= level and effective_status(r).matched),
+                         level <= target,
+                         sum(1 for r in results if r.required_level <= level and r.status is Status.EXPECTED_FAIL))
+            for level in FeatureLevel]
+
+
+def random_results(seed: int) -> list[CaseResult]:
+    rng = random.Random(seed)
+    levels = rng.sample(list(FeatureLevel), k=rng.randint(1, 5))
+    results = []
+    for i in range(rng.randint(0, 60)):
+        status = rng.choice(list(Status))
+        outcome = rng.choice([None, None, Status.PASS, Status.FAIL]) if status is Status.NOT_REQUIRED else None
+        results.append(CaseResult(f"case{i}", "RELU_GRAD", "FLOAT32", 4, rng.choice(levels), status,
+                                  outcome=outcome))
+    return results
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_level_verdicts_count_every_case_required_at_or_below_each_level(seed: int) -> None:
+    results = random_results(seed)
+    target = random.Random(seed).choice(list(FeatureLevel))
+    assert level_verdicts(results, target) == by_definition(results, target)
+
+
+def test_a_failure_at_a_low_level_fails_every_level_above_it() -> None:
+    results = [CaseResult("a", "RELU_GRAD", "FLOAT32", 4, FeatureLevel.L2_0, Status.FAIL),
+               CaseResult("b", "CLIP_GRAD1", "FLOAT32", 4, FeatureLevel.L4_0, Status.PASS),
+               CaseResult("c", "CLIP_GRAD1", "FLOAT32", 4, FeatureLevel.L4_0, Status.EXPECTED_FAIL)]
+    verdicts = {v.level: v for v in level_verdicts(results, FeatureLevel.L4_0)}
+    assert verdicts[FeatureLevel.L1_0].conformant and verdicts[FeatureLevel.L1_0].required == 0
+    assert (verdicts[FeatureLevel.L2_0].required, verdicts[FeatureLevel.L2_0].failing) == (1, 1)
+    assert (verdicts[FeatureLevel.L4_0].required, verdicts[FeatureLevel.L4_0].matched,
+            verdicts[FeatureLevel.L4_0].known_failures) == (3, 1, 1)
+    assert not any(v.conformant for level, v in verdicts.items() if level.value >= FeatureLevel.L2_0.value)
+    assert verdicts[FeatureLevel.L4_0].claimed and not verdicts[FeatureLevel.L4_1].claimed
+
+
+def test_the_comparison_with_the_definition_can_fail() -> None:
+    """A plausible bug, counting each level's own cases only, differs from the definition."""
+    results = [*random_results(3), CaseResult("x", "RELU_GRAD", "FLOAT32", 4, FeatureLevel.L1_0, Status.PASS)]
+    own_level_only = [LevelVerdict(v.level, sum(1 for r in results if r.required_level is v.level), v.matched,
+                                   v.claimed, v.known_failures) for v in level_verdicts(results, FeatureLevel.L6_4)]
+    assert own_level_only != by_definition(results, FeatureLevel.L6_4)
