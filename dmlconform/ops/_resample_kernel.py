@@ -247,8 +247,8 @@ def _evenly_weighted(tap_pass: TransposePass, run: SliceRun) -> SliceRun:
     """The run's longest stretch around its middle entry where every entry has that entry's weight and tap count
     (a run's ends may hold inputs whose taps clamped together)."""
     weights, taps = tap_pass.weights[run.entries], tap_pass.taps[run.entries]
-    alike = (weights == weights[weights.size // 2]) & (taps == taps[taps.size // 2])
     middle = weights.size // 2
+    alike = (weights == weights[middle]) & (taps == taps[middle])
     low = middle - int(np.argmin(alike[middle::-1])) + 1 if not alike[:middle + 1].all() else 0
     high = middle + int(np.argmin(alike[middle:])) if not alike[middle:].all() else weights.size
     return SliceRun(slice(run.rows.start + low * run.rows.step, run.rows.start + high * run.rows.step, run.rows.step),
@@ -286,17 +286,16 @@ def _apply_passes(values: np.ndarray, axis: int, passes: list[TransposePass], si
 
 
 def _transposed_sums(values: np.ndarray, passes: Sequence[list[TransposePass]], n_in: Sequence[int], weight: str,
-                     first_axis: int, last: RegularAxis | None = None, applied: frozenset[int] = frozenset(),
-                     scratch: Scratch | None = None) -> np.ndarray:
-    """dY ×_a W_aᵀ over the axes from `first_axis` on (identity axes skipped, but for those in `applied`), in
-    float64, before the final + 0.0 (a sum of -0 terms alone may be -0). `values` is float64; with `last`, the last
-    axis is swept and its edge inputs hold stray sums."""
+                     first_axis: int, last: RegularAxis | None = None, scratch: Scratch | None = None
+                     ) -> np.ndarray:
+    """dY ×_a W_aᵀ over the axes from `first_axis` on (identity axes skipped), in float64, before the final + 0.0
+    (a sum of -0 terms alone may be -0). `values` is float64; with `last` (and `scratch`), the last axis is swept."""
     out = values
-    for axis, axis_passes, size in zip(range(first_axis, first_axis + len(passes)), passes, n_in, strict=True):
-        if axis not in applied and is_identity(axis_passes, weight):
+    for axis, axis_passes, size in zip(range(first_axis, values.ndim), passes, n_in, strict=True):
+        if is_identity(axis_passes, weight):
             continue
-        if last is not None and axis == values.ndim - 1:
-            out = last.sweep_last(np.ascontiguousarray(out), size, weight, scratch or Scratch())
+        if last is not None and scratch is not None and axis == values.ndim - 1:
+            out = last.sweep_last(np.ascontiguousarray(out), size, weight, scratch)
         else:
             out = _apply_passes(out, axis, axis_passes, size, weight, scratch)
     return out
