@@ -43,9 +43,15 @@ POLL_S = 0.1
 DEADLINE_GRACE_S = 5.0
 RESTART_ALLOWANCE_S = 10.0
 START_TIMEOUT_S = 120.0
-#: Cases a worker holds at once when nothing is retried: it starts the next one while the parent takes in the
-#: last result, so that neither waits for the other. With retries, one (a retry runs right after its case).
-QUEUED_PER_WORKER = 2
+#: When nothing is retried, a worker holds the case it runs and the next ones, so that neither it nor the parent
+#: waits for the other; the next ones go in one message, since a message costs both processes a wake-up, which
+#: is dearer than one of the reference's small cases. It holds about QUEUED_S of work by the durations of the
+#: cases so far (two cases before the first result; at most MAX_QUEUED cases; at most QUEUED_BYTES of tensors
+#: beyond its next case), and is topped up once half of that has run. With retries, one case (a retry runs
+#: right after its case).
+QUEUED_S = 0.02
+MAX_QUEUED = 32
+QUEUED_BYTES = 64 << 20
 #: Arrays from this size on travel to a worker beside the pickle, straight from their own memory.
 OUT_OF_BAND_BYTES = 1 << 20
 #: A worker slot whose replacement fails to start this many times in a row is given up.
@@ -104,22 +110,23 @@ def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> 
         target = setup.target or info.feature_level
         while True:
             try:
-                task = receive_task(conn)
+                tasks = receive_tasks(conn)
             except (EOFError, OSError):
                 return
-            if task is None:
+            if tasks is None:
                 return
-            index, case = task
-            result = run_case(case, backend, target, setup.repeat, setup.keep_outputs)
-            result.index = index
-            conn.send(("result", result))
+            for index, case in tasks:
+                result = run_case(case, backend, target, setup.repeat, setup.keep_outputs)
+                result.index = index
+                conn.send(("result", result))
     finally:
         backend.close()
 
 
-def send_task(conn: Connection, task: tuple[int, Case]) -> None:
-    """Send a case with its arrays out of band (pickle protocol 5): the pipe reads the arrays' memory where it
-    is, so a case of gigabytes is not first copied into one pickle, and the worker keeps the bytes it reads."""
+def send_tasks(conn: Connection, tasks: list[tuple[int, Case]]) -> None:
+    """Send cases in one message with their large arrays out of band (pickle protocol 5): the pipe reads the
+    arrays' memory where it is, so a case of gigabytes is not first copied into one pickle, and the worker keeps
+    the bytes it reads."""
     buffers: list[pickle.PickleBuffer] = []
 
     def out_of_band(buffer: pickle.PickleBuffer) -> bool:
@@ -128,14 +135,14 @@ def send_task(conn: Connection, task: tuple[int, Case]) -> None:
         buffers.append(buffer)
         return False
 
-    header = pickle.dumps(task, protocol=5, buffer_callback=out_of_band)
+    header = pickle.dumps(tasks, protocol=5, buffer_callback=out_of_band)
     conn.send((len(buffers), header))
     for buffer in buffers:
         conn.send_bytes(buffer.raw())
 
 
-def receive_task(conn: Connection) -> tuple[int, Case] | None:
-    """What send_task sent (None: stop). The arrays wrap the bytes read, so they are read-only."""
+def receive_tasks(conn: Connection) -> list[tuple[int, Case]] | None:
+    """What send_tasks sent (None: stop). The arrays wrap the bytes read, so they are read-only."""
     message = conn.recv()
     if message is None:
         return None
@@ -151,6 +158,25 @@ def _die_with_parent(lifeline: Connection) -> None:
         with contextlib.suppress(OSError):
             os.killpg(0, signal.SIGKILL)
     os._exit(1)
+
+
+def next_batch(pending: deque[tuple[int, Case]], room: int) -> list[tuple[int, Case]]:
+    """The next cases for a worker, in order: the first, then as many as `room` allows whose tensors add up to at
+    most QUEUED_BYTES."""
+    batch = [pending.popleft()]
+    held = 0
+    while pending and len(batch) < room:
+        size = case_bytes(pending[0][1])
+        if held + size > QUEUED_BYTES:
+            break
+        held += size
+        batch.append(pending.popleft())
+    return batch
+
+
+def case_bytes(case: Case) -> int:
+    answers = [case.expected] if case.expected is not None else list(case.candidates.values())
+    return sum(array.nbytes for tensors in (case.inputs, *answers) for array in tensors.values())
 
 
 class _Worker:
@@ -169,11 +195,11 @@ class _Worker:
         self.deadline = 0.0
         self.info: BackendInfo | None = None
 
-    def send(self, task: tuple[int, Case], deadline_s: float) -> None:
+    def send(self, tasks: list[tuple[int, Case]], deadline_s: float) -> None:
         if not self.tasks:
             self.deadline = time.monotonic() + deadline_s
-        send_task(self.conn, task)
-        self.tasks.append(task)
+        send_tasks(self.conn, tasks)
+        self.tasks.extend(tasks)
 
     def answered(self, deadline_s: float) -> tuple[int, Case]:
         """The running case has its result; the next one sent, if any, runs from now."""
@@ -227,6 +253,8 @@ class WorkerPool:
         self.workers: list[_Worker] = []
         self.info: BackendInfo | None = None
         self.target: FeatureLevel | None = None
+        #: A running mean of the cases' durations so far (None before the first), for how many a worker holds.
+        self.case_s: float | None = None
 
     # -- life cycle --------------------------------------------------------------------------------
     def launch(self) -> None:
@@ -295,9 +323,8 @@ class WorkerPool:
         attempts: dict[int, list[CaseResult]] = {}
         idle = list(self.workers)
         busy: dict[int, _Worker] = {}  # slot -> worker
-        depth = QUEUED_PER_WORKER if retries == 0 else 1
         while (pending or busy) and not self.stop.is_set():
-            self._dispatch(idle, pending, busy, depth)
+            self._dispatch(idle, pending, busy, retries)
             if not busy:
                 break
             waitables = [w.conn for w in busy.values()] + [w.process.sentinel for w in busy.values()]
@@ -312,6 +339,9 @@ class WorkerPool:
                     del busy[worker.slot]
                 tries = attempts.setdefault(index, [])
                 tries.append(result)
+                if result.duration_s > 0:
+                    self.case_s = result.duration_s if self.case_s is None else \
+                        0.9 * self.case_s + 0.1 * result.duration_s
                 if needs_retry(result) and len(tries) <= retries and not self.stop.is_set() and \
                         self._send(worker, (index, case), pending, retry=True):
                     busy[worker.slot] = worker
@@ -321,28 +351,36 @@ class WorkerPool:
                 # The worker has its next case before this one is journaled and shown, so that it computes
                 # while the parent writes.
                 if not self.stop.is_set():
-                    self._dispatch(idle, pending, busy, depth)
+                    self._dispatch(idle, pending, busy, retries)
                 on_done(index, attempts.pop(index))
 
+    def depth(self, retries: int) -> int:
+        """How many cases a worker holds at most, the one it runs included."""
+        if retries:
+            return 1
+        if self.case_s is None:
+            return 2
+        return max(2, min(MAX_QUEUED, int(QUEUED_S / max(self.case_s, 1e-6))))
+
     def _dispatch(self, idle: list[_Worker], pending: deque[tuple[int, Case]], busy: dict[int, _Worker],
-                  depth: int) -> None:
+                  retries: int) -> None:
         while idle and pending:
             worker = idle.pop(0)
             if self._send(worker, pending.popleft(), pending):
                 busy[worker.slot] = worker
+        depth = self.depth(retries)
         for worker in busy.values():
-            while pending and len(worker.tasks) < depth:
-                task = pending.popleft()
+            if pending and len(worker.tasks) <= depth // 2:
+                batch = next_batch(pending, depth - len(worker.tasks))
                 try:
-                    worker.send(task, self.deadline_s)
+                    worker.send(batch, self.deadline_s)
                 except (OSError, ValueError):  # dying: _collect reports its running case and hands back the rest
-                    pending.appendleft(task)
-                    break
+                    pending.extendleft(reversed(batch))
 
     def _send(self, worker: _Worker, task: tuple[int, Case], pending: deque[tuple[int, Case]],
               retry: bool = False) -> bool:
         try:
-            worker.send(task, self.deadline_s)
+            worker.send([task], self.deadline_s)
             return True
         except (OSError, ValueError):  # the worker died between cases: replace it and try once more
             replacement = self._replace(worker)
@@ -350,7 +388,7 @@ class WorkerPool:
                 if not retry:
                     pending.appendleft(task)
                 return False
-            replacement.send(task, self.deadline_s)
+            replacement.send([task], self.deadline_s)
             return True
 
     def _collect(self, worker: _Worker, pending: deque[tuple[int, Case]]

@@ -17,15 +17,13 @@ from dmlconform.ops.base import Description, DescriptionError, Operator, ParamEr
 from dmlconform.suite import SuiteError
 from dmlconform.suite.tensors import Archives, TensorError, read_desc, read_tensor
 from dmlconform.suite.tiers import Tier
+from dmlconform.suite.yaml_events import load_yaml
 
 FORMAT = "dmlconform/v1"
 SUITE_SUFFIXES = (".yaml", ".yml")
 _CASE_KEYS = {"id", "op", "params", "inputs", "outputs", "candidates", "expect", "tolerance", "tags",
               "behaviour", "behavior", "note"}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-# libyaml's parser is about ten times faster than the pure-Python one and reads the same documents; PyYAML
-# ships it in its wheels, so the fallback is for a PyYAML built from source without libyaml.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
@@ -74,12 +72,14 @@ def load_suite(file: Path, root: Path, tier: Tier | None = None) -> tuple[list[C
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(file, f"cannot be read ({exc})") from None
     try:
-        document = yaml.load(text, Loader=_YAML_LOADER)
+        document = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SuiteError(file, f"is not valid YAML{where}: {problem}") from None
+    except ValueError as exc:  # PyYAML's int() of a number past Python's digit limit
+        raise SuiteError(file, f"cannot be read as YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(document, Mapping):
         raise SuiteError(file, "must be a YAML mapping with format, suite and cases")
     if document.get("format") != FORMAT:

@@ -138,12 +138,100 @@ def test_large_arrays_travel_beside_the_pickle_and_arrive_equal(cases) -> None:
     big = np.arange(1 << 19, dtype=np.float32)  # 2 MiB
     case.inputs = {**case.inputs, "Extra": big}
     sending, receiving = multiprocessing.Pipe()
-    sender = threading.Thread(target=pool_module.send_task, args=(sending, (7, case)))  # a pipe holds 64 KiB
+    sender = threading.Thread(target=pool_module.send_tasks, args=(sending, [(7, case)]))  # a pipe holds 64 KiB
     sender.start()
     count, header = receiving.recv()
     assert count == 1 and len(header) < (1 << 20)  # the 2 MiB array is not in the pickle; the small ones are
     payload = [receiving.recv_bytes()]
     sender.join()
-    index, copy = __import__("pickle").loads(header, buffers=payload)
+    [(index, copy)] = __import__("pickle").loads(header, buffers=payload)
     assert index == 7 and np.array_equal(copy.inputs["Extra"], big) and not copy.inputs["Extra"].flags.writeable
     assert all(np.array_equal(copy.inputs[k], v) for k, v in case.inputs.items())
+
+
+def count_messages(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of cases in each message the parent sends to a worker."""
+    from dmlconform.runner import pool as pool_module
+
+    sizes: list[int] = []
+    original = pool_module.send_tasks
+
+    def counting(conn, tasks):
+        sizes.append(len(tasks))
+        original(conn, tasks)
+
+    monkeypatch.setattr(pool_module, "send_tasks", counting)
+    return sizes
+
+
+def test_fast_cases_travel_many_to_a_message_and_give_the_serial_results(cases, monkeypatch) -> None:
+    sizes = count_messages(monkeypatch)
+    chosen = cases[:400]
+    done = run_all(make_pool(1), chosen)
+    serial = run_cases(chosen, NumpyBackend())
+    assert [comparable(done[i][0]) for i in range(len(chosen))] == [comparable(r) for r in serial.results]
+    assert sum(sizes) == len(chosen) and len(sizes) < len(chosen) / 4 and max(sizes) > 8
+
+
+def test_slow_cases_travel_one_to_a_message(cases, monkeypatch) -> None:
+    sizes = count_messages(monkeypatch)
+    seed = [c for c in cases if c.suite == "seed"][:4]
+    done = run_all(make_pool(1, "native", f"{HARNESS} --delay 0.05"), seed)  # 50 ms a case: above QUEUED_S
+    assert [done[i][0].status for i in range(4)] == [Status.PASS] * 4
+    assert sizes == [1, 1, 1, 1]
+
+
+def test_a_worker_killed_while_it_holds_many_cases_costs_one_and_the_rest_run(cases) -> None:
+    chosen = [c for c in cases if not c.expect_invalid][:300]
+    pool = make_pool(1)
+    pool.start()
+    victim = pool.workers[0].process.pid
+    held: list[int] = []
+
+    def kill_after_some() -> None:
+        if len(done_so_far) == 40:
+            held.append(len(pool.workers[0].tasks))
+            os.killpg(victim, signal.SIGKILL)
+            while pool.workers[0].process.exitcode is None:
+                time.sleep(0.01)
+
+    done_so_far: list[int] = []
+    done = run_all(pool, chosen, lambda: (done_so_far.append(1), kill_after_some()))
+    assert held and held[0] > 2  # the worker held several cases when it died
+    assert sorted(done) == list(range(len(chosen)))
+    crashed = [i for i in done if done[i][0].status is Status.CRASH]
+    assert len(crashed) == 1 and crashed[0] >= 40
+    assert all(done[i][0].status is Status.PASS for i in done if i not in crashed)
+    assert pool.workers[0].process.pid != victim
+
+
+def test_a_worker_holds_cases_by_their_duration_and_their_bytes(cases) -> None:
+    import numpy as np
+
+    from dmlconform.runner import pool as pool_module
+
+    pool = make_pool(1)
+    assert pool.depth(retries=1) == 1 and pool.depth(retries=0) == 2  # nothing measured yet
+    pool.case_s = pool_module.QUEUED_S / 10
+    assert pool.depth(0) == 10
+    pool.case_s = 1e-9
+    assert pool.depth(0) == pool_module.MAX_QUEUED
+    pool.case_s = 5.0
+    assert pool.depth(0) == 2 and pool.depth(1) == 1
+
+    small = next(c for c in cases if c.op.name == "ACTIVATION_RELU_GRAD" and not c.expect_invalid)
+    big = copy_with_input(small, np.zeros(pool_module.QUEUED_BYTES // 4 // 2 + 1, np.float32))  # just over half
+    from collections import deque
+
+    pending = deque([(0, big), (1, big), (2, big), (3, small)])
+    # The first goes whatever its size; behind it, one big case fits under the cap and a second would not.
+    assert [i for i, _ in pool_module.next_batch(pending, 10)] == [0, 1]
+    assert [i for i, _ in pool_module.next_batch(pending, 10)] == [2, 3]
+    assert [i for i, _ in pool_module.next_batch(deque([(0, small), (1, big), (2, big)]), 10)] == [0, 1]
+    assert [i for i, _ in pool_module.next_batch(deque([(0, small), (1, small), (2, small)]), 2)] == [0, 1]
+
+
+def copy_with_input(case, array):
+    import dataclasses
+
+    return dataclasses.replace(case, inputs={**case.inputs, "Extra": array})
