@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 
 from dmlconform.dtypes import DataType
 
@@ -74,20 +75,35 @@ class SupportRow:
 
 @dataclass(frozen=True)
 class SupportTable:
+    """An operator's tables. Every case asks it several questions (validation, verdicts), so the answers are
+    kept: a table is immutable and there are few data types and ranks."""
+
     rows: tuple[SupportRow, ...]
 
-    @property
+    @cached_property
     def introduced(self) -> FeatureLevel:
         return min((row.level for row in self.rows), key=lambda level: level.value)
 
     def required_level(self, dtype: DataType, rank: int) -> FeatureLevel | None:
         """The lowest level whose table admits this data type and rank, or None if none does."""
-        levels = [row.level for row in self.rows if row.admits(dtype, rank)]
-        return min(levels, key=lambda level: level.value) if levels else None
+        return self._required_levels.get((dtype, rank))
 
-    @property
+    @cached_property
+    def _required_levels(self) -> dict[tuple[DataType, int], FeatureLevel]:
+        levels: dict[tuple[DataType, int], FeatureLevel] = {}
+        for row in sorted(self.rows, key=lambda row: row.level.value, reverse=True):
+            for dtype in row.dtypes:
+                for rank in range(row.min_rank, row.max_rank + 1):
+                    levels[dtype, rank] = row.level
+        return levels
+
+    @cached_property
     def all_dtypes(self) -> frozenset[DataType]:
         return frozenset().union(*(row.dtypes for row in self.rows))
 
     def rank_range(self) -> tuple[int, int]:
+        return self._rank_range
+
+    @cached_property
+    def _rank_range(self) -> tuple[int, int]:
         return min(r.min_rank for r in self.rows), max(r.max_rank for r in self.rows)

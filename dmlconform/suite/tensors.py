@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import math
 import re
+import struct
 import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -38,6 +41,8 @@ class Archives:
         self._inside = root.resolve()
         self._located: dict[tuple[Path, str], Path] = {}
         self._open: dict[Path, zipfile.ZipFile] = {}
+        #: The bytes of each archive small enough to be read whole (see `_member_bytes`).
+        self._bytes: dict[Path, bytes] = {}
 
     def locate(self, folder: Path, name: str) -> Path:
         """The file `name` (relative to `folder`) as a resolved path, refused outside the tree or missing."""
@@ -56,7 +61,11 @@ class Archives:
         archive = self._open.get(path)
         if archive is None:
             try:
-                archive = zipfile.ZipFile(path)
+                if path.stat().st_size <= _WHOLE_ARCHIVE_BYTES:
+                    self._bytes[path] = path.read_bytes()
+                    archive = zipfile.ZipFile(io.BytesIO(self._bytes[path]))
+                else:
+                    archive = zipfile.ZipFile(path)
             except (zipfile.BadZipFile, OSError, EOFError) as exc:
                 raise ValueError(f"{name!r} is not a readable .npz archive ({exc})") from None
             self._open[path] = archive
@@ -68,7 +77,8 @@ class Archives:
             raise ValueError(f"{name!r} has no array {key!r} (it has {shown or 'none'})") from None
         try:
             if info.file_size <= _SMALL_MEMBER_BYTES:
-                array = _small_npy(archive.read(info))
+                data = _member_bytes(self._bytes[path], info) if path in self._bytes else None
+                array = _small_npy(data if data is not None else archive.read(info))
                 if array is not None:
                     return array
             with archive.open(info) as stream:
@@ -81,12 +91,40 @@ class Archives:
         for archive in self._open.values():
             archive.close()
         self._open.clear()
+        self._bytes.clear()
 
 
 #: Members up to this size are read whole and parsed by `_small_npy`; larger ones by numpy, in chunks.
 _SMALL_MEMBER_BYTES = 1 << 20
 #: The header numpy's `save` writes for a plain C-ordered array of numbers (format 1.0, 2.0 or 3.0).
 _NPY_HEADER = re.compile(rb"\{'descr': '([<>|][fiub][1-8])', 'fortran_order': False, 'shape': \(([0-9, ]*)\), \} *\n")
+
+
+#: Archives up to this size are read into memory whole, and their small members taken out by `_member_bytes`.
+_WHOLE_ARCHIVE_BYTES = 16 << 20
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile's structFileHeader
+
+
+def _member_bytes(archive: bytes, info: zipfile.ZipInfo) -> bytes | None:
+    """A member of an archive held in memory, inflated and its CRC checked, else None (zipfile decides).
+    zipfile's reader costs a member of a few hundred bytes about ten times what inflating it does."""
+    if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        return None  # encrypted, or another compression
+    try:
+        header = _LOCAL_HEADER.unpack_from(archive, info.header_offset)
+    except struct.error:
+        return None
+    if header[0] != zipfile.stringFileHeader:
+        return None
+    start = info.header_offset + _LOCAL_HEADER.size + header[10] + header[11]
+    raw = archive[start:start + info.compress_size]
+    try:
+        data = zlib.decompress(raw, -zlib.MAX_WBITS) if info.compress_type == zipfile.ZIP_DEFLATED else raw
+    except zlib.error:
+        return None
+    if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+        return None
+    return data
 
 
 def _small_npy(data: bytes) -> np.ndarray | None:

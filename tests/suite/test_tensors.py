@@ -64,12 +64,16 @@ def archive(tmp_path: Path, members: dict[str, bytes]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("small", [True, False])
-def test_members_read_like_np_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: bool) -> None:
-    if not small:
+@pytest.mark.parametrize("compressed", [True, False])
+@pytest.mark.parametrize("path_taken", ["in memory", "zipfile", "numpy"])
+def test_members_read_like_np_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path_taken: str,
+                                   compressed: bool) -> None:
+    if path_taken == "zipfile":
+        monkeypatch.setattr(tensors, "_WHOLE_ARCHIVE_BYTES", 0)  # the archive read member by member
+    if path_taken == "numpy":
         monkeypatch.setattr(tensors, "_SMALL_MEMBER_BYTES", 0)  # every member through numpy's chunked reader
     path = tmp_path / "a.npz"
-    np.savez_compressed(path, **ARRAYS)
+    (np.savez_compressed if compressed else np.savez)(path, **ARRAYS)
     archives = Archives(tmp_path)
     with np.load(path) as expected:
         for key in ARRAYS:
@@ -92,3 +96,31 @@ def test_unreadable_members_are_refused_by_name(tmp_path: Path, members: dict[st
     with pytest.raises(ValueError) as info:
         Archives(tmp_path).member(path, "a.npz", key)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_members_in_memory_are_the_bytes_zipfile_reads() -> None:
+    from dmlconform.cli import bundled_suites
+
+    archives = sorted(bundled_suites().rglob("*.npz"))
+    assert archives
+    for path in archives:
+        data = path.read_bytes()
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            for info in zf.infolist():
+                assert tensors._member_bytes(data, info) == zf.read(info), (path, info.filename)
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_a_corrupt_member_is_refused_in_memory_and_by_zipfile(tmp_path: Path, compressed: bool) -> None:
+    path = tmp_path / "a.npz"
+    (np.savez_compressed if compressed else np.savez)(path, x=np.arange(64, dtype=np.float32))
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as zf:
+        info = zf.getinfo("x.npy")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start + info.compress_size - 5] ^= 0x01  # a bit of the member's last bytes: only its CRC tells
+    path.write_bytes(bytes(data))
+    assert tensors._member_bytes(bytes(data), info) is None  # a reader that skipped the CRC would return garbage
+    with pytest.raises(ValueError, match="array 'x' cannot be read") as caught:
+        Archives(tmp_path).member(path, "a.npz", "x")
+    assert "\n" not in str(caught.value)
