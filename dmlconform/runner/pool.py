@@ -1,10 +1,10 @@
 """Run cases in worker processes, each with a backend of its own (for `native`, a harness of its own).
 
-The parent hands out one case at a time and collects results; the order cases finish in does not
-matter because every result carries its index in the selection. A worker that dies costs the case it
-was running (CRASH) and is replaced; a case that outlives its deadline costs its worker (TIMEOUT). A
-failing case is retried on the worker that ran it, immediately, so a harness's state carries over the
-way it would in a serial run.
+The parent hands out cases in order, several to a message for fast cases (see QUEUED_S), and collects one
+result per case; the order cases finish in does not matter because every result carries its index in the
+selection. A worker that dies costs the case it was running (CRASH) and is replaced; a case that outlives
+its deadline costs its worker (TIMEOUT). A failing case is retried on the worker that ran it, immediately,
+so a harness's state carries over the way it would in a serial run.
 
 Workers start their own process group (POSIX), so a terminal's Ctrl-C reaches only the parent, and
 `kill` takes each worker down together with the harness it started. Workers also watch a lifeline
