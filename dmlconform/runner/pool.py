@@ -18,6 +18,7 @@ import copyreg
 import multiprocessing
 import os
 import pickle
+import queue
 import signal
 import sys
 import threading
@@ -108,19 +109,29 @@ def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> 
         info = backend.info()
         conn.send(("ready", info))
         target = setup.target or info.feature_level
-        while True:
-            try:
-                tasks = receive_tasks(conn)
-            except (EOFError, OSError):
-                return
-            if tasks is None:
-                return
+        inbox: queue.SimpleQueue[list[tuple[int, Case]] | None] = queue.SimpleQueue()
+        threading.Thread(target=_take_in_tasks, args=(conn, inbox), daemon=True).start()
+        while (tasks := inbox.get()) is not None:
             for index, case in tasks:
                 result = run_case(case, backend, target, setup.repeat, setup.keep_outputs)
                 result.index = index
                 conn.send(("result", result))
     finally:
         backend.close()
+
+
+def _take_in_tasks(conn: Connection, inbox: queue.SimpleQueue[list[tuple[int, Case]] | None]) -> None:
+    """Read the parent's messages as they come, whatever the worker is running. The parent blocks while it sends
+    a message larger than the pipe holds; were the worker to read only between cases, it could meanwhile block
+    sending a large result (kept outputs) that the blocked parent never reads: both would wait for ever."""
+    while True:
+        try:
+            tasks = receive_tasks(conn)
+        except Exception:  # the pipe closed, or a message that cannot be read: the worker ends
+            tasks = None
+        inbox.put(tasks)
+        if tasks is None:
+            return
 
 
 def send_tasks(conn: Connection, tasks: list[tuple[int, Case]]) -> None:

@@ -235,3 +235,40 @@ def copy_with_input(case, array):
     import dataclasses
 
     return dataclasses.replace(case, inputs={**case.inputs, "Extra": array})
+
+
+def test_large_cases_with_kept_outputs_do_not_wait_on_each_other(cases) -> None:
+    # The parent blocks sending a 4 MiB case while the worker sends a 4 MiB result (outputs kept for artifacts):
+    # unless the worker reads while it runs, each waits for the other for ever.
+    import copy
+    import dataclasses
+
+    import numpy as np
+
+    from dmlconform.runner import KeepOutputs
+
+    relu = next(c for c in cases if c.op.name == "ACTIVATION_RELU_GRAD" and c.expected is not None)
+    n = 1 << 20
+    x, dy = np.linspace(-1, 1, n, dtype=np.float32), np.ones(n, np.float32)
+    big = []
+    for i in range(4):
+        case = copy.deepcopy(relu)
+        tensors = {k: dataclasses.replace(t, shape=(n,)) for k, t in case.description.tensors.items()}
+        case.description = dataclasses.replace(case.description, tensors=tensors)
+        case.inputs = {"InputTensor": x, "InputGradientTensor": dy}
+        case.expected = {"OutputGradientTensor": np.where(x > 0, dy, 0).astype(np.float32)}
+        case.id = f"big{i}"
+        big.append(case)
+    pool = WorkerPool(WorkerSetup("numpy", BackendOptions(timeout_s=30), None, 1, KeepOutputs.ALL), 1,
+                      threading.Event(), 30)
+    pool.start()
+    done: dict[int, list[CaseResult]] = {}
+    running = threading.Thread(target=pool.run, args=(list(enumerate(big)), done.__setitem__, lambda r: False, 0),
+                               daemon=True)
+    running.start()
+    running.join(60)
+    hung = running.is_alive()
+    pool.kill()
+    assert not hung, "the parent and the worker waited on each other"
+    assert [done[i][0].status for i in range(4)] == [Status.PASS] * 4
+    assert all(done[i][0].actual_outputs["OutputGradientTensor"].nbytes == 4 * n for i in range(4))
