@@ -101,9 +101,6 @@ class SupportTable:
     def all_dtypes(self) -> frozenset[DataType]:
         return frozenset().union(*(row.dtypes for row in self.rows))
 
-    def rank_range(self) -> tuple[int, int]:
-        return self._rank_range
-
     @cached_property
-    def _rank_range(self) -> tuple[int, int]:
+    def rank_range(self) -> tuple[int, int]:
         return min(r.min_rank for r in self.rows), max(r.max_rank for r in self.rows)

@@ -185,7 +185,7 @@ class Operator:
 
     def check_support(self, desc: Description) -> None:
         dtypes = self.support.all_dtypes
-        low, high = self.support.rank_range()
+        low, high = self.support.rank_range
         for name in self.tensors:
             tensor = desc.tensors[name]
             if tensor.dtype not in dtypes:

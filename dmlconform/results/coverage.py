@@ -88,7 +88,7 @@ class Coverage:
 
 
 def support_cells(op: Operator) -> list[Cell]:
-    low, high = op.support.rank_range()
+    low, high = op.support.rank_range
     cells = []
     for dtype in sorted(op.support.all_dtypes, key=lambda d: d.value):
         for rank in range(low, high + 1):

@@ -186,8 +186,7 @@ def next_batch(pending: deque[tuple[int, Case]], room: int) -> list[tuple[int, C
 
 
 def case_bytes(case: Case) -> int:
-    answers = [case.expected] if case.expected is not None else list(case.candidates.values())
-    return sum(array.nbytes for tensors in (case.inputs, *answers) for array in tensors.values())
+    return sum(array.nbytes for tensors in (case.inputs, *case.answers().values()) for array in tensors.values())
 
 
 class _Worker:

@@ -102,7 +102,7 @@ _NPY_HEADER = re.compile(rb"\{'descr': '([<>|][fiub][1-8])', 'fortran_order': Fa
 
 #: Archives up to this size are read into memory whole, and their small members taken out by `_member_bytes`.
 _WHOLE_ARCHIVE_BYTES = 16 << 20
-_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile's structFileHeader
+_LOCAL_HEADER = struct.Struct(zipfile.structFileHeader)
 
 
 def _member_bytes(archive: bytes, info: zipfile.ZipInfo) -> bytes | None:

@@ -52,7 +52,7 @@ class Cell:
 
 def cells(op: Operator) -> list[Cell]:
     """Every (data type, rank) some level of the op's table admits, lowest level first."""
-    low, high = op.support.rank_range()
+    low, high = op.support.rank_range
     found = []
     for dtype in op.support.all_dtypes:
         for rank in range(low, high + 1):

@@ -91,7 +91,7 @@ def unsupported_data_type(op: Operator) -> Iterator[Variant]:
 
 
 def rank_outside(op: Operator) -> Iterator[Variant]:
-    low, high = op.support.rank_range()
+    low, high = op.support.rank_range
     ranks = [high + 1]
     if low > 1 or not op.dimension_arrays:
         ranks.insert(0, low - 1)
