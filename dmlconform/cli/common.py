@@ -76,14 +76,25 @@ def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str |
         tier = tier or DEFAULT
         roots = [bundled_suites()]
         if tier is Tier.FULL:
-            from dmlconform.cli.generate import ensure_full_tier
-
-            roots.append(ensure_full_tier())
+            roots.append(_full_tier())
     try:
         cases = load_paths(roots, tier, parse or load_suites)
         return select(cases, expression)
     except (SuiteError, SelectError) as exc:
         fail(str(exc))
+
+
+def _full_tier() -> Path:
+    from dmlconform.generation import GenerationError
+    from dmlconform.generation.tier_files import ensure_full_tier
+
+    try:
+        return ensure_full_tier(lambda line: click.echo(f"dmlconform: {line}", err=True),
+                                lambda line: click.echo(f"  {line}", err=True))
+    except GenerationError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write the full tier: {exc.strerror or exc} ({getattr(exc, 'filename', '')})")
 
 
 def parse_level(text: str | None) -> FeatureLevel | None:

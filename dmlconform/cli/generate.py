@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import click
 
 from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, bundled_suites, fail
+from dmlconform.generation.tier_files import WrittenTier, generate_tier
 from dmlconform.suite.tiers import NAMES, Tier
+
+
+def _progress(line: str) -> None:
+    click.echo(f"  {line}", err=True)
 
 
 def tier_folder(tier: Tier, output: Path | None) -> Path:
@@ -21,40 +25,9 @@ def tier_folder(tier: Tier, output: Path | None) -> Path:
     return bundled_suites() / tier.value if tier.committed else full_tier_folder()
 
 
-def generate_tier(tier: Tier, folder: Path, quiet: bool = False) -> int:
-    """Generate one tier into `folder`; the number of cases. GenerationError propagates."""
-    from dmlconform.generation.build import build_tier
-    from dmlconform.generation.cache import generator_fingerprint
-    from dmlconform.generation.writer import render, write
-
-    clock = time.monotonic()
-    suites = build_tier(tier, progress=None if quiet else lambda line: click.echo(f"  {line}", err=True))
-    extra = {} if tier.committed else {"generator": generator_fingerprint()}
-    rendered = render(tier, suites, extra)
-    write(folder, rendered)
-    if not quiet:
-        size = sum(len(content) for content in rendered.files.values())
-        click.echo(f"{tier.value}: {rendered.manifest['cases']} cases, {len(rendered.files)} files, "
-                   f"{size / 2**20:.1f} MiB -> {folder} ({time.monotonic() - clock:.1f} s)", err=True)
-    return int(rendered.manifest["cases"])
-
-
-def ensure_full_tier(quiet: bool = False) -> Path:
-    """The full tier's folder, generated first if it is missing or was made by another version."""
-    from dmlconform.generation import GenerationError
-    from dmlconform.generation.cache import full_tier_folder, is_current
-
-    folder = full_tier_folder()
-    if not is_current(folder):
-        click.echo(f"dmlconform: generating the full tier into {folder} (once per version; "
-                   "`dmlconform generate --tier full` does it ahead of time)", err=True)
-        try:
-            generate_tier(Tier.FULL, folder, quiet)
-        except GenerationError as exc:
-            fail(str(exc))
-        except OSError as exc:
-            fail(f"cannot write the full tier into {folder}: {exc.strerror or exc}")
-    return folder
+def _summary(written: WrittenTier) -> str:
+    return (f"{written.tier.value}: {written.cases} cases, {written.files} files, {written.size_bytes / 2**20:.1f} MiB "
+            f"-> {written.folder} ({written.seconds:.1f} s)")
 
 
 @click.command()
@@ -95,7 +68,9 @@ def generate(tier_name: str | None, check: bool, output: Path | None, quiet: boo
                 click.echo(f"dmlconform generate --check: {line}")
             sys.exit(EXIT_FAILED if problems else EXIT_OK)
         for tier in tiers:
-            generate_tier(tier, tier_folder(tier, output), quiet)
+            written = generate_tier(tier, tier_folder(tier, output), None if quiet else _progress)
+            if not quiet:
+                click.echo(_summary(written), err=True)
     except GenerationError as exc:
         fail(str(exc))
     except OSError as exc:

@@ -128,6 +128,25 @@ def pick(pool: np.ndarray, count: int, draw: Draw) -> np.ndarray:
     return picks
 
 
+def unique_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values of an array in ascending order, as np.unique gives them, but the same on every
+    machine: where equal values have different bits (+0 and -0), np.unique keeps whichever its sort kernel
+    (chosen by the CPU's SIMD width) puts first. Here +0 stands for both zeros, and NaNs, which no pool holds,
+    are refused."""
+    if values.dtype.kind == "f":
+        if np.isnan(values).any():
+            raise ValueError("unique_sorted: a pool of values holds a NaN")
+        bits_dtype = DataType.from_numpy(values.dtype).bits_dtype
+        # Integers sort alike on every kernel; +0's pattern (all zero bits) comes before -0's, and the stable
+        # sort by value keeps that order between the two.
+        distinct = np.unique(values.view(bits_dtype)).view(values.dtype)
+        ordered = distinct[np.argsort(distinct, kind="stable")]
+        keep = np.ones(ordered.size, dtype=bool)
+        keep[1:] = ordered[1:] != ordered[:-1]
+        return ordered[keep]
+    return np.unique(values)
+
+
 def next_toward(value: np.generic, direction: float) -> np.generic:
     """The neighbour of a float or integer in its own type, one step toward `direction`."""
     t = type(value)

@@ -74,3 +74,52 @@ def test_a_broken_description_is_one_line_and_exit_2(tiny_descriptions, tmp_path
     result = invoke("generate", "--output", str(tmp_path / "out"))
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "tiny.yaml: family 'cells': kind: 'resample-everything'" in result.stderr
+
+
+def _dispatch_settings() -> list[tuple[str, ...]]:
+    """NPY_DISABLE_CPU_FEATURES values that make NumPy pick each width of kernel this CPU has: none disabled
+    (the widest, AVX-512 where present), all but the narrowest target off, every target off (the baseline)."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    present = [name for name in __cpu_dispatch__ if __cpu_features__.get(name)]
+    settings = [(), tuple(present[1:]), tuple(present)]
+    return list(dict.fromkeys(settings))
+
+
+def test_the_generators_give_the_same_bytes_whatever_simd_kernels_numpy_dispatches(tmp_path):
+    """Contract §5: generated suites are identical on every machine. NumPy picks sort, unique and reduction
+    kernels by the CPU's SIMD width at start-up (np.unique over +0 and -0 kept either, by kernel), so a
+    subprocess per setting regenerates the committed tiers with the wide kernels switched off and must find
+    every committed byte again: a machine with AVX2 only, or with no AVX at all, gives this machine's suites.
+    (Shown to fail with np.unique in place of unique_sorted on an AVX-512 machine.)"""
+    import os
+    import subprocess
+    import sys
+
+    settings = _dispatch_settings()
+    runs = []
+    for number, disabled in enumerate(settings):
+        # A hash seed of its own too: nothing may depend on the iteration order of a set of strings.
+        env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(disabled), "PYTHONHASHSEED": str(number)}
+        runs.append(subprocess.Popen([sys.executable, "-m", "dmlconform", "generate", "--check"], env=env,
+                                     cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True))
+    for disabled, process in zip(settings, runs, strict=True):
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0, f"NPY_DISABLE_CPU_FEATURES={' '.join(disabled)!r}:\n{out}{err}"
+        assert err.count("matches") == 2, err
+
+
+def test_unique_values_keep_plus_zero_for_both_zeros_in_any_order():
+    import numpy as np
+
+    from dmlconform.generation.values import unique_sorted
+
+    for values in ([0.0, -0.0, 1.0, -2.0, 1.0], [-0.0, 0.0, -2.0, 1.0], [-0.0, 1.0, -2.0, -0.0, 0.0]):
+        for dtype in (np.float16, np.float32, np.float64):
+            found = unique_sorted(np.array(values, dtype=dtype))
+            assert found.tolist() == [-2.0, 0.0, 1.0]
+            assert not np.signbit(found[1]), (values, dtype)
+    assert unique_sorted(np.array([3, -1, 3, 0], dtype=np.int8)).tolist() == [-1, 0, 3]
+    with pytest.raises(ValueError, match="NaN"):
+        unique_sorted(np.array([1.0, np.nan]))

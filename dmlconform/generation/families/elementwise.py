@@ -27,7 +27,7 @@ from dmlconform.generation.families.common import (
     tensor,
 )
 from dmlconform.generation.spec import FLUSHED, CaseSpec, TensorSpec
-from dmlconform.generation.values import distinct_nonzero, gradients, next_toward, pick, specials
+from dmlconform.generation.values import distinct_nonzero, gradients, next_toward, pick, specials, unique_sorted
 from dmlconform.ops.base import Operator
 from dmlconform.suite.tiers import Tier
 
@@ -86,7 +86,7 @@ def clip_x(dtype: DataType, count: int, draw: Draw, low: np.generic, high: np.ge
     t = dtype.numpy.type
     edges = [low, high, next_toward(low, -np.inf), next_toward(low, np.inf), next_toward(high, -np.inf),
              next_toward(high, np.inf), *_zeros(dtype), *specials(dtype, with_nan=False)]
-    edge_pool = np.unique(np.array(edges, dtype=dtype.numpy))
+    edge_pool = unique_sorted(np.array(edges, dtype=dtype.numpy))
     if dtype.is_float:
         span = draw.unit(count)
         with np.errstate(over="ignore", invalid="ignore"):
