@@ -25,7 +25,7 @@ from dmlconform.ops.base import DescriptionError
 
 NAME = "torch"
 #: The only reference variants the torch backend can follow; every other undocumented behaviour is PyTorch's own.
-VARIANTS = ("literal", "swapped")
+VARIANTS = ("swapped", "literal")
 #: Which candidate PyTorch follows for each undocumented behaviour (contract §2), by behaviour name; `crosscheck`
 #: uses it to explain a case whose candidates do not include it.
 READINGS = {

@@ -31,7 +31,9 @@ class Accumulation:
     abs_gradient_sum: D = Σ |dy_i|, what a weight that underflows as it is rounded can cost (read only
         where f > 0).
     coordinate_slack: C, how far the element may move because the coordinates that weight its terms are
-        not known exactly (ResampleGrad1 LINEAR: dmlconform/ops/_resample_coordinates.py); 0 elsewhere.
+        not known exactly (ResampleGrad1: dmlconform/ops/_resample_coordinates.py); 0 elsewhere.
+    coordinate_terms: m, how many terms those coordinates may bring to the element besides its own n (a NEAREST
+        gradient whose pick may land here, a LINEAR tap that may reach it): a sum of up to n + m terms rounds.
     """
 
     value: np.ndarray
@@ -40,6 +42,7 @@ class Accumulation:
     weight_factors: np.ndarray | int = 0
     abs_gradient_sum: np.ndarray | float = 0.0
     coordinate_slack: np.ndarray | float = 0.0
+    coordinate_terms: np.ndarray | int = 0
 
     def at(self, flat: np.ndarray, shape: tuple[int, ...]) -> Accumulation:
         """The same data at the given flat indices of an output of `shape`, as 1-D arrays."""
@@ -48,7 +51,7 @@ class Accumulation:
             return np.broadcast_to(values, shape).reshape(-1)[flat]
 
         return Accumulation(pick(self.value), pick(self.abs_sum), pick(self.count), pick(self.weight_factors),
-                            pick(self.abs_gradient_sum), pick(self.coordinate_slack))
+                            pick(self.abs_gradient_sum), pick(self.coordinate_slack), pick(self.coordinate_terms))
 
 
 class LazyAccumulation:
@@ -69,7 +72,7 @@ class LazyAccumulation:
     def dense(self) -> Accumulation:
         whole = self.at(np.arange(math.prod(self.shape)))
         fields = (whole.value, whole.abs_sum, whole.count, whole.weight_factors, whole.abs_gradient_sum,
-                  whole.coordinate_slack)
+                  whole.coordinate_slack, whole.coordinate_terms)
         return Accumulation(*(a if np.ndim(a) == 0 else np.reshape(a, self.shape) for a in fields))
 
     @property
@@ -95,6 +98,10 @@ class LazyAccumulation:
     @property
     def coordinate_slack(self) -> np.ndarray | float:
         return self.dense.coordinate_slack
+
+    @property
+    def coordinate_terms(self) -> np.ndarray | int:
+        return self.dense.coordinate_terms
 
 
 ElementTerms = Accumulation | LazyAccumulation

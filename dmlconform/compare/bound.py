@@ -52,12 +52,16 @@ def must_be_exact(count: np.ndarray, weight_factors: np.ndarray) -> np.ndarray:
 
 def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight_factors: np.ndarray,
               abs_gradient_sum: np.ndarray, dtype: DataType, k: float | None = None,
-              coordinate_slack: np.ndarray | float = 0.0) -> np.ndarray:
+              coordinate_slack: np.ndarray | float = 0.0, coordinate_terms: np.ndarray | int = 0) -> np.ndarray:
     """The largest |actual − golden| the rule accepts, per element, as float64 (0 means exact).
 
     All arrays have the same shape; `golden` has the data type's own type. An explicit K replaces the
     default K only; the exact cases stay exact, because they do not depend on how anything is summed.
-    `coordinate_slack` (ResampleGrad1 LINEAR coordinates not known exactly) adds to every element.
+
+    Where ResampleGrad1's coordinates are not known exactly the element may differ by C (`coordinate_slack`), and
+    what it then holds is itself a rounded sum, of up to n + m terms (`coordinate_terms`) of magnitudes up to
+    M + C: there the rounding part is γ_K'·(M + C) + ½·ulp(|g| + C) with K' the default K of n + m terms, and
+    no element is exact (a copy may become a sum, and an empty element may receive one).
     """
     kk = default_k(count, weight_factors) if k is None else np.full(count.shape, float(k))
     smallest = float(np.finfo(dtype.numpy).smallest_subnormal)
@@ -66,13 +70,22 @@ def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight
         rounding = gamma(kk, dtype) * abs_sum + 0.5 * ulp_of(golden)
         underflow = (1 + gamma(kk + 1, dtype)) * 0.5 * smallest * (count + weight_roundings * abs_gradient_sum)
         allowed = rounding + np.where(weight_factors > 0, underflow, 0.0)
-    return np.where(must_be_exact(count, weight_factors), 0.0, allowed) + coordinate_slack
+        allowed = np.where(must_be_exact(count, weight_factors), 0.0, allowed)
+        if np.any(coordinate_slack):
+            terms = count + coordinate_terms
+            moved_k = np.maximum(default_k(terms, weight_factors), kk) if k is None else kk
+            largest = np.abs(golden.astype(np.float64)) + coordinate_slack
+            moved = gamma(moved_k, dtype) * (abs_sum + coordinate_slack) + 0.5 * ulp_of(largest.astype(dtype.numpy)) \
+                + np.where(weight_factors > 0, underflow, 0.0)
+            allowed = np.where(np.asarray(coordinate_slack) > 0, np.maximum(allowed, moved), allowed)
+    return allowed + coordinate_slack
 
 
 def allowance_of(golden: np.ndarray, terms: Accumulation, dtype: DataType, k: float | None = None) -> np.ndarray:
     """`allowance` with the fields of accumulation data taken at the same elements as `golden` (1-D each)."""
     return allowance(golden, np.asarray(terms.count), np.asarray(terms.abs_sum), np.asarray(terms.weight_factors),
-                     np.asarray(terms.abs_gradient_sum), dtype, k, np.asarray(terms.coordinate_slack))
+                     np.asarray(terms.abs_gradient_sum), dtype, k, np.asarray(terms.coordinate_slack),
+                     np.asarray(terms.coordinate_terms))
 
 
 def allowance_at(golden: np.ndarray, accumulation: ElementTerms, shape: tuple[int, ...], where: np.ndarray | None,
@@ -90,22 +103,25 @@ def explain_at(golden: np.floating, terms: Accumulation, i: int, dtype: DataType
         return float(array if array.ndim == 0 else array[i])  # a scalar field stands for every element
 
     return explain(golden, int(at(terms.count)), at(terms.abs_sum), int(at(terms.weight_factors)),
-                   at(terms.abs_gradient_sum), dtype, k, at(terms.coordinate_slack))
+                   at(terms.abs_gradient_sum), dtype, k, at(terms.coordinate_slack), int(at(terms.coordinate_terms)))
 
 
 def explain(golden: np.floating, count: int, abs_sum: float, weight_factors: int, abs_gradient_sum: float,
-            dtype: DataType, k: float | None, coordinate_slack: float = 0.0) -> str:
+            dtype: DataType, k: float | None, coordinate_slack: float = 0.0, coordinate_terms: int = 0) -> str:
     """One line naming the branch of the rule that decided an element, with its numbers."""
-    coordinates = f" + C={coordinate_slack:.3g} for coordinates" if coordinate_slack else ""
+    coordinates = f" + C={coordinate_slack:.3g} for coordinates, m={coordinate_terms}" if coordinate_slack else ""
     if not np.isfinite(golden):
         return "only the same infinity" if np.isinf(golden) else "NaN"
+    if coordinate_slack:
+        limit = float(allowance(np.array([golden], dtype=dtype.numpy), np.array([count]), np.array([abs_sum]),
+                                np.array([weight_factors]), np.array([abs_gradient_sum]), dtype, k,
+                                np.array([coordinate_slack]), np.array([coordinate_terms]))[0])
+        return f"|err| <= {limit:.6g} (terms may move here{coordinates}, n={count}, M={abs_sum:.6g})"
     if count == 0:
-        return f"|err| <= {coordinate_slack:.6g} (no term lands here{coordinates})" if coordinate_slack \
-            else "±0 (no term lands here)"
+        return "±0 (no term lands here)"
     if count == 1 and weight_factors == 0:
         return "exact (one copy, weight ±1)"
     kk = float(default_k(np.array([count]), np.array([weight_factors]))[0]) if k is None else float(k)
     limit = float(allowance(np.array([golden], dtype=dtype.numpy), np.array([count]), np.array([abs_sum]),
-                            np.array([weight_factors]), np.array([abs_gradient_sum]), dtype, k,
-                            np.array([coordinate_slack]))[0])
-    return f"|err| <= {limit:.6g} (γ_K·M + ½ulp(g){coordinates}, K={kk:g}, n={count}, M={abs_sum:.6g})"
+                            np.array([weight_factors]), np.array([abs_gradient_sum]), dtype, k)[0])
+    return f"|err| <= {limit:.6g} (γ_K·M + ½ulp(g), K={kk:g}, n={count}, M={abs_sum:.6g})"

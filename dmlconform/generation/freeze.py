@@ -20,7 +20,15 @@ import numpy as np
 
 from dmlconform.dtypes import DataType
 from dmlconform.generation import GenerationError
-from dmlconform.generation.spec import EDGE_CLAMPED, FLUSHED, REFUSED, CaseSpec, TensorSpec
+from dmlconform.generation.spec import (
+    EDGE_CLAMPED,
+    FLUSHED,
+    GRADIENT_FLUSHED,
+    INPUT_FLUSHED,
+    REFUSED,
+    CaseSpec,
+    TensorSpec,
+)
 from dmlconform.ops import find_operator
 from dmlconform.ops.base import Description, DescriptionError, Operator, ParamError, TensorDesc
 from dmlconform.ops.max_pooling_grad import argmax_indices
@@ -147,6 +155,12 @@ def _answer(op: Operator, description: Description, inputs: dict[str, np.ndarray
     output = op.outputs[0]
     if rule == FLUSHED:
         flushed = {name: flush_fp32_denormals(array) for name, array in inputs.items()}
+        return flush_fp32_denormals(op.reference(description, flushed).outputs[output])
+    if rule == INPUT_FLUSHED:
+        flushed = {**inputs, "InputTensor": flush_fp32_denormals(inputs["InputTensor"])}
+        return op.reference(description, flushed).outputs[output]
+    if rule == GRADIENT_FLUSHED:
+        flushed = {**inputs, "InputGradientTensor": flush_fp32_denormals(inputs["InputGradientTensor"])}
         return flush_fp32_denormals(op.reference(description, flushed).outputs[output])
     if rule == EDGE_CLAMPED:
         return edge_clamped_answer(op, description, inputs)

@@ -24,6 +24,11 @@ class TensorSpec:
 
 #: Candidate answers that are not reference variants, computed by the freezer (freeze.SPECIAL_ANSWERS).
 FLUSHED = "flushed"
+#: fp32 denormals flushed where an operation is arithmetic and kept where it only moves data (D3D11's rule):
+#: X flushed where it is compared, the gradient kept through the select (`input-flushed`); or the other way
+#: (`gradient-flushed`: X compared as it is, the gradient flushed, as a multiply by the mask would).
+INPUT_FLUSHED = "input-flushed"
+GRADIENT_FLUSHED = "gradient-flushed"
 EDGE_CLAMPED = "edge-clamped"
 #: A candidate that is a refusal of the description (written `name: refused` in the suite).
 REFUSED = "refused"

@@ -1,24 +1,29 @@
-"""How precisely a ResampleGrad1 source coordinate is known, and what that costs a LINEAR sum.
+"""How precisely a ResampleGrad1 source coordinate is known, and what that costs a sum or a pick.
 
 Contract §1 writes the forward's source coordinate as `x = (o − OPO)/S − IPO`, computed in float32. The
 order of that evaluation is undocumented (dml-semantics.md §5.4: "whether 1/Scale is precomputed …"):
 a shader may divide, or multiply by a float32 reciprocal of the scale, fold both offsets into one
-bias, and fuse the last multiply-add. Each order rounds differently, and real DirectML (1.15.4, under
-Wine on lavapipe) follows none of them bit for bit: on two LINEAR float32 cases its results are 59 and
-81 ULP from the division form's golden, within a few ULP of the reciprocal forms'.
+bias, and fuse the last multiply-add. Each order rounds differently, and D3D's float32 division and
+reciprocal are not even correctly rounded (D3D11 floating-point rules: 2.5 ULP and 1 ULP). Real DirectML
+(1.15.4, under Wine) follows none of the orders bit for bit, on lavapipe nor on an NVIDIA H100: on LINEAR
+float32 cases its results sat up to 81 ULP from the division form's golden, and on NEAREST_NEIGHBOR
+knife-edge coordinates the two stacks picked different inputs from each other and from every order
+(examples/dml_harness/results/DECISIONS.md).
 
-So a coordinate counts as exact only where every modelled order gives the same float32 value;
-elsewhere it is known to within `Δx = γ_6(u32)·A`, `A = (|o| + |OPO|)/|S| + |IPO|`: the longest order
-(reciprocal, bias from `OPO·(1/S) + IPO`, then `o·(1/S) − bias`) rounds five times, and D3D lets a
-reciprocal be off by one ULP, which counts as a sixth (docs/tolerances.md §5b).
+So a coordinate counts as exact only where every modelled order gives the same float32 value and its
+real value is a float32 value; elsewhere it is known to within `Δx = γ_7(u32)·A`,
+`A = (|o| + |OPO|)/|S| + |IPO|`: the division order rounds the subtraction (u), divides within 2.5 ULP
+(at most 5u relative) and rounds the last subtraction (u), 7u in all, each term at most A; the
+reciprocal orders stay within that (a 1-ULP reciprocal is 2u, then three roundings).
 
 For LINEAR, a coordinate off by `δ` moves each tap weight by at most `δ` (weights are `1 − t` and `t`,
 `t = x − floor(x)`), so a term `w·dy` moves by at most `|dy|·Σ_a Δx_a` over the axes of its weight, and a
 coordinate within `Δx` of an integer may put a tap of weight up to `Δx` on the element beyond it. The
 reference adds that up per element as *coordinate slack*. NEAREST_NEIGHBOR picks one element, so an
-uncertain coordinate matters only where it could round either way (`ambiguous_picks`: an exact
-integer such as `x = (5 − 0.5)/3 − 0.5 = 1` that one order computes as 0.99999994): that gradient may
-land on either element, and both get its `|dy|` as slack.
+uncertain coordinate matters only where `x ± Δx` straddles an integer (`ambiguous_picks`: a real value
+such as `0.5/0.33333334 + 0.5 = 1.99999995`, which the division rounds to 2 and an H100 computes as
+1.9999999): that gradient may land on either element, and both get its `|dy|` as slack. Anywhere else the
+pick is fixed, so a wrong rounding direction (floor for ceil) still moves a gradient by a whole element.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ import numpy as np
 
 from dmlconform.dtypes import DataType
 
-#: Roundings in the longest modelled evaluation of a coordinate, plus one for a 1-ULP reciprocal.
-COORDINATE_ROUNDINGS = 6
+#: The error of D3D's float32 evaluation of a coordinate, in units of u·A: a rounded subtraction, a division within
+#: 2.5 ULP (5u), a rounded subtraction.
+COORDINATE_ROUNDINGS = 7
 _U32 = DataType.FLOAT32.unit_roundoff
 
 
@@ -74,15 +80,14 @@ def exactly_representable(n_out: int, scale: float, input_offset: float, output_
     return out
 
 
-def uncertainty(n_out: int, scale: float, input_offset: float, output_offset: float,
-                inexact_counts: bool = False) -> np.ndarray:
-    """Δx per output coordinate (float64): 0 where every modelled order agrees (and, with `inexact_counts`, the
-    real value is a float32 value), else γ_6(u32)·A."""
+def uncertainty(n_out: int, scale: float, input_offset: float, output_offset: float) -> np.ndarray:
+    """Δx per output coordinate (float64): 0 where every modelled order agrees and the real value is a float32
+    value, else γ_7(u32)·A."""
     orders = evaluation_orders(n_out, scale, input_offset, output_offset)
     # An infinite coordinate clamps to an edge in every order.
-    agree = np.all(orders == orders[0], axis=0) | ~np.isfinite(orders[0])
-    if inexact_counts:
-        agree &= exactly_representable(n_out, scale, input_offset, output_offset) | ~np.isfinite(orders[0])
+    infinite = ~np.isfinite(orders[0])
+    agree = (np.all(orders == orders[0], axis=0)
+             & exactly_representable(n_out, scale, input_offset, output_offset)) | infinite
     with np.errstate(invalid="ignore"):
         scale_a = (np.arange(n_out) + abs(output_offset)) / abs(scale) + abs(input_offset)
     k = COORDINATE_ROUNDINGS * _U32

@@ -123,7 +123,8 @@ class Operator:
     outputs: tuple[str, ...] = ("OutputGradientTensor",)
     params: tuple[Param, ...] = ()
     support: SupportTable
-    #: Names of the behaviours the reference can compute where the docs are silent; first is the default.
+    #: Names of the behaviours the reference can compute where the docs are silent; the first is the default, and
+    #: where real DirectML was measured it is DirectML's answer (examples/dml_harness/results/DECISIONS.md).
     variants: tuple[str, ...] = ("default",)
     #: Parameter arrays whose common length is DimensionCount.
     dimension_arrays: tuple[str, ...] = ()

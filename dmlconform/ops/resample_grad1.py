@@ -181,6 +181,12 @@ class UncertainCoordinates:
         with np.errstate(invalid="ignore", over="ignore"):
             return coordinate_slack(np.abs(dy.astype(np.float64)), self.weights, self.reaches)
 
+    def terms(self, shape: tuple[int, ...]) -> np.ndarray:
+        """m per dX element: how many terms uncertain coordinates may bring there (per axis that may move a term,
+        the gradients whose taps may reach the element; an upper bound)."""
+        flags = [(w > 0).astype(np.float64) for w in self.weights]
+        return np.rint(coordinate_slack(np.ones(shape), flags, self.reaches)).astype(np.int64)
+
 
 class SeparableTerms(LazyAccumulation):
     """ResampleGrad1's accumulation data: the terms of dX element i are the products of one tap per axis, so
@@ -206,6 +212,10 @@ class SeparableTerms(LazyAccumulation):
         return self.uncertain.slack(self.dy) if self.uncertain is not None else 0.0
 
     @cached_property
+    def moving_terms(self) -> np.ndarray | int:
+        return self.uncertain.terms(self.dy.shape) if self.uncertain is not None else 0
+
+    @cached_property
     def passes(self) -> list[list[TransposePass]]:
         return [axis.passes() for axis in self.taps]
 
@@ -216,7 +226,7 @@ class SeparableTerms(LazyAccumulation):
         abs_sum = resample_transposed(self.dy, self.passes, self.shape, f64, magnitudes=True)
         gradients = resample_transposed(self.dy, self.passes, self.shape, f64, "taps", magnitudes=True)
         count, factors = contribution_counts(self.taps, self.rounding_reaches)
-        return Accumulation(value, abs_sum, count, factors, gradients, self.slack)
+        return Accumulation(value, abs_sum, count, factors, gradients, self.slack, self.moving_terms)
 
     def at(self, flat: np.ndarray, shape: tuple[int, ...] | None = None) -> Accumulation:
         if flat.size * 8 >= math.prod(self.shape):  # most of the output: the whole is cheaper
@@ -232,7 +242,8 @@ class SeparableTerms(LazyAccumulation):
             block = slice(first, first + 256)
             value[block], abs_sum[block], gradients[block] = self._sums(tuple(i[block] for i in index))
         slack = np.broadcast_to(self.slack, self.shape).reshape(-1)[flat]
-        return Accumulation(value, abs_sum, count, factors, gradients, slack)
+        moving = np.broadcast_to(self.moving_terms, self.shape).reshape(-1)[flat]
+        return Accumulation(value, abs_sum, count, factors, gradients, slack, moving)
 
     def _sums(self, index: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """v, M, D at the given dX elements from their terms, one array axis per resampled axis."""
@@ -284,7 +295,9 @@ class ResampleGrad1(Operator):
         Param("OutputPixelOffsets", ParamKind.FLOATS),
     )
     dimension_arrays = ("Scales", "InputPixelOffsets", "OutputPixelOffsets")
-    variants = ("literal", "swapped")
+    # DirectML 1.15.4 names the gradient's offsets after its own tensors (`swapped`) on both stacks measured,
+    # hence the default; `literal` reads them as the forward's.
+    variants = ("swapped", "literal")
 
     def check_rules(self, desc: Description) -> None:
         # The pages ask for nothing but scales (> 1 up, < 1 down); infinite scales and offsets are not
@@ -322,12 +335,12 @@ class ResampleGrad1(Operator):
 
     def uncertain_coordinates(self, desc: Description, variant: str | None = None
                               ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per axis: the contract's coordinates x(o) and how precisely they are known, Δx(o). For LINEAR every
-        coordinate whose real value is not a float32 value is uncertain (a weight moves with it continuously);
-        for NEAREST_NEIGHBOR only those the modelled orders disagree on (a pick moves only at an integer)."""
-        linear = desc.params["InterpolationMode"] == "LINEAR"
+        """Per axis: the contract's coordinates x(o) and how precisely they are known, Δx(o): uncertain wherever the
+        modelled orders disagree or the real value is not a float32 value (D3D's division and reciprocal are not
+        correctly rounded). A LINEAR weight moves with such a coordinate; a NEAREST_NEIGHBOR pick moves only where
+        x ± Δx straddles an integer (`ambiguous_picks`), as real GPUs showed (docs/tolerances.md §5b)."""
         return [(source_coordinates(n_out, scale, ipo, opo).astype(np.float64),
-                 coordinates.uncertainty(n_out, scale, ipo, opo, inexact_counts=linear))
+                 coordinates.uncertainty(n_out, scale, ipo, opo))
                 for _, n_out, scale, ipo, opo in self.axes(desc, variant)]
 
     def reference(self, desc: Description, inputs: Mapping[str, np.ndarray], variant: str | None = None

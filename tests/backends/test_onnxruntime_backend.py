@@ -41,7 +41,12 @@ def make_case(op_name: str, params: dict[str, Any], inputs: dict[str, np.ndarray
     tensors[op.outputs[0]] = TensorDesc(dtype, tuple(out_shape))
     desc = Description(op, op.parse_params(params, dtype), tensors)
     case = Case("t", case_id, Path("t.yaml"), desc, inputs)
-    case.expected = op.reference(desc, inputs).outputs
+    answers = {variant: op.reference(desc, inputs, variant).outputs for variant in op.variants}
+    first = next(iter(answers.values()))
+    if all(all(np.array_equal(a[k], first[k], equal_nan=True) for k in first) for a in answers.values()):
+        case.expected = first
+    else:  # the data reaches a behaviour the pages leave open: every reading is a candidate, as in the suites
+        case.candidates = answers
     return case
 
 

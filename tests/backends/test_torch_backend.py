@@ -80,7 +80,7 @@ def test_choose_device_refuses_with_one_line(requested, available, count, messag
 
 
 def test_variants_other_than_the_offsets_are_refused():
-    with pytest.raises(RuntimeError, match="only literal or swapped"):
+    with pytest.raises(RuntimeError, match="only swapped or literal"):
         create_backend("torch", BackendOptions(variant="nan-zero"))
 
 
@@ -101,7 +101,7 @@ def test_info_names_torch_and_the_device():
     info = create_backend("torch", BackendOptions()).info()
     assert info.name == "torch" and info.version.startswith(f"torch {torch.__version__}")
     assert info.device.startswith("cpu (") and info.feature_level is HIGHEST
-    assert info.extra["offsets"] == "literal" and "maxpool-nan-input=nan-wins-last" in info.extra["readings"]
+    assert info.extra["offsets"] == "swapped" and "maxpool-nan-input=nan-wins-last" in info.extra["readings"]
 
 
 # -- the bundled suites ------------------------------------------------------------------------------------
@@ -357,15 +357,16 @@ def test_torch_upsample_and_the_written_formula_agree(monkeypatch):
     assert compared >= 15
 
 
-def test_swapped_variant_reads_the_offsets_the_other_way():
+def test_literal_variant_reads_the_offsets_the_other_way():
     dy = np.arange(1, 9, dtype=np.float32)
     p = {"InterpolationMode": "NEAREST_NEIGHBOR", "RoundingDirection": "DECREASING", "Scales": [2.0],
          "InputPixelOffsets": [0.5], "OutputPixelOffsets": [-0.5]}
     literal = make_case("RESAMPLE_GRAD1", p, {"InputGradientTensor": dy}, (4,), variant="literal")
     swapped = make_case("RESAMPLE_GRAD1", p, {"InputGradientTensor": dy}, (4,), variant="swapped")
     assert not np.array_equal(literal.expected["OutputGradientTensor"], swapped.expected["OutputGradientTensor"])
-    assert status_on_torch(literal) is Status.PASS and status_on_torch(swapped) is Status.FAIL
-    assert status_on_torch(swapped, variant="swapped") is Status.PASS
+    # The default follows DirectML (swapped); --variant literal reads the offsets as the forward's.
+    assert status_on_torch(swapped) is Status.PASS and status_on_torch(literal) is Status.FAIL
+    assert status_on_torch(literal, variant="literal") is Status.PASS
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -84,3 +84,97 @@ def test_every_constraint_is_listed_by_some_description_and_refused_as_named():
 def test_every_kind_is_used_by_a_bundled_description():
     used = {fam.kind for description in load_descriptions() for fam in description.families}
     assert used == set(KINDS)
+
+
+def _bundled(tier: Tier = Tier.STANDARD):
+    from dmlconform.cli import bundled_suites
+    from dmlconform.suite.loader import load_paths
+
+    return load_paths([bundled_suites()], tier)
+
+
+def test_fp32_denormals_come_in_x_only_in_dy_only_and_in_both_each_with_its_candidates():
+    from dmlconform.generation.freeze import is_fp32_denormal
+
+    seen = Counter()
+    for case in _bundled():
+        if case.behaviour not in ("fp32-denormal-input", "fp32-denormal-gradient", "fp32-denormal-input-and-gradient") \
+                or "generated" not in case.tags:
+            continue
+        x, dy = (is_fp32_denormal(case.inputs[n]).any() for n in ("InputTensor", "InputGradientTensor"))
+        where = {(True, False): "fp32-denormal-input", (False, True): "fp32-denormal-gradient",
+                 (True, True): "fp32-denormal-input-and-gradient"}[(bool(x), bool(dy))]
+        assert case.behaviour == where, case.full_id  # an X edge value (the neighbour of 0) must not sneak in
+        expected = {"preserved", "flushed"} | ({"input-flushed", "gradient-flushed"} if x and dy else set())
+        assert set(case.candidates) == expected, case.full_id
+        seen[(case.op.name, case.behaviour)] += 1
+    assert len(seen) == 6, seen  # ReluGrad and ClipGrad1, three placements each
+
+
+def test_the_input_flushed_candidate_flushes_the_comparison_and_keeps_the_selected_gradient():
+    from dmlconform.generation.freeze import is_fp32_denormal
+
+    checked = 0
+    for case in _bundled():
+        if case.behaviour != "fp32-denormal-input-and-gradient":
+            continue
+        x, dy = case.inputs["InputTensor"], case.inputs["InputGradientTensor"]
+        answer = case.candidates["input-flushed"]["OutputGradientTensor"]
+        flushed_x = np.where(is_fp32_denormal(x), np.float32(0), x)
+        kept = case.op.reference(case.description, {"InputTensor": flushed_x, "InputGradientTensor": dy})
+        assert np.array_equal(answer.view(np.uint32), kept.outputs["OutputGradientTensor"].view(np.uint32))
+        assert is_fp32_denormal(answer).any(), case.full_id  # some gradient denormal went through the select
+        checked += 1
+    assert checked >= 2
+
+
+def test_knife_edge_cases_hold_open_picks_and_a_wrong_rounding_direction_still_fails():
+    """Every knife-edge case has first-axis coordinates the D3D rule leaves open (what a stack's own division shows
+    there), and every NEAREST one fails a driver that swaps the rounding direction (the second axis)."""
+    import dataclasses
+
+    from dmlconform.compare.comparator import judge
+    from dmlconform.ops import _resample_coordinates as coordinates
+
+    cases = [c for c in _bundled() if "knife-edge" in c.tags]
+    assert len(cases) >= 40
+    nearest = 0
+    for case in cases:
+        p = case.description.params
+        (x, delta), _ = case.op.uncertain_coordinates(case.description)
+        if p["InterpolationMode"] == "LINEAR":
+            assert delta.any(), case.full_id
+            continue
+        assert coordinates.ambiguous_picks(x, delta, p["RoundingDirection"]).any(), case.full_id
+        other = {"DECREASING": "INCREASING", "INCREASING": "DECREASING"}[p["RoundingDirection"]]
+        swapped = dataclasses.replace(case.description, params={**p, "RoundingDirection": other})
+        wrong = case.op.reference(swapped, case.inputs).outputs["OutputGradientTensor"]
+        reference = case.reference()
+        verdict = judge(case.expected["OutputGradientTensor"], wrong, case.dtype,
+                        case.op.default_tolerance(case.description, reference),
+                        reference.accumulation["OutputGradientTensor"])
+        assert not verdict.passed, case.full_id
+        nearest += 1
+    assert nearest >= 20
+
+
+def test_pooling_behaviours_separate_the_gradient_size_from_windows_beyond_the_input():
+    from dmlconform.ops.max_pooling_grad import pooled_size
+
+    seen = Counter()
+    for case in _bundled():
+        if case.op.name != "MAX_POOLING_GRAD" or "generated" not in case.tags or case.expect_invalid:
+            continue
+        p = case.description.params
+        x, dy = case.inputs["InputTensor"].shape, case.inputs["InputGradientTensor"].shape
+        formula = [pooled_size(n, *g) for n, *g in zip(x[2:], p["WindowSize"], p["Strides"], p["StartPadding"],
+                                                       p["EndPadding"], p["Dilations"], strict=True)]
+        sized = list(dy[2:]) == [max(1, n) for n in formula]
+        if not sized:
+            assert case.behaviour == "maxpool-gradient-not-pooled-size" and case.refusal_candidate == "refused"
+        elif min(formula) < 1:
+            assert case.behaviour == "maxpool-window-beyond-padded-input" and case.refusal_candidate == "refused"
+        else:
+            assert case.refusal_candidate is None, case.full_id
+        seen[case.behaviour] += 1
+    assert seen["maxpool-gradient-not-pooled-size"] and seen["maxpool-window-beyond-padded-input"]

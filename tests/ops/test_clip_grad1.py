@@ -76,6 +76,6 @@ def test_output_is_gradient_or_plus_zero(describe, dtype):
 def test_nan_input_variants(describe):
     x = np.array([np.nan, -1, -0.5, 2, 3, 0], np.float32)
     dy = np.ones(6, np.float32)
-    assert OP.variants[0] == "nan-passes"
-    assert run(describe, x, dy, -1.0, 2.0).tolist() == [1, 0, 1, 0, 0, 1]
-    assert run(describe, x, dy, -1.0, 2.0, "nan-zero").tolist() == [0, 0, 1, 0, 0, 1]
+    assert OP.variants[0] == "nan-zero"  # the default follows DirectML 1.15.4 (both stacks measured)
+    assert run(describe, x, dy, -1.0, 2.0).tolist() == [0, 0, 1, 0, 0, 1]
+    assert run(describe, x, dy, -1.0, 2.0, "nan-passes").tolist() == [1, 0, 1, 0, 0, 1]

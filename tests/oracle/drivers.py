@@ -50,7 +50,12 @@ class Knobs:
     pool_padding_only: str = "dropped"  # a window with no tap inside the input
     resample_offsets: str = "literal"
     zero_weight_taps: str = "skipped"  # LINEAR taps of weight 0 over an infinite or NaN gradient
-    fp32_denormals: str = "preserved"  # or flushed (inputs and results of arithmetic, D3D's fp32 rule)
+    #: preserved; flushed (every input and result); or flushed-in-arithmetic (D3D11's rule: flushed where compared
+    #: or summed, kept where only moved, as by ReluGrad's and ClipGrad1's select: what an H100 does).
+    fp32_denormals: str = "preserved"
+    #: How an fp16 result leaves a wider sum: nearest (IEEE), or toward-zero (D3D's float conversion rule: round
+    #: toward zero, a finite value past the range becomes the largest finite one, as DirectML does).
+    fp16_conversion: str = "nearest"
     #: How the ResampleGrad1 source coordinate is evaluated in float32 (its order is undocumented).
     coordinates: str = "division"
     #: MaxPoolingGrad with a gradient that is not the pooled size: computed, or refused (DirectML 1.15.4).
@@ -127,13 +132,16 @@ def _scalar(value: Any, dtype: np.dtype) -> np.generic:
     return np.asarray(value).astype(dtype)[()]
 
 
-def _flushes(knobs: Knobs, dtype: np.dtype) -> bool:
-    return knobs.fp32_denormals == "flushed" and dtype == np.float32
+def _flushes(knobs: Knobs, dtype: np.dtype, arithmetic: bool) -> bool:
+    if dtype != np.float32:
+        return False
+    return knobs.fp32_denormals == "flushed" or (knobs.fp32_denormals == "flushed-in-arithmetic" and arithmetic)
 
 
-def _flush(values: np.ndarray, knobs: Knobs) -> np.ndarray:
-    """D3D's fp32 denormal rule when flushing: a denormal becomes a zero of its sign."""
-    if not _flushes(knobs, values.dtype):
+def _flush(values: np.ndarray, knobs: Knobs, arithmetic: bool = True) -> np.ndarray:
+    """D3D's fp32 denormal rule when flushing: a denormal becomes a zero of its sign. `arithmetic`: the values
+    are compared or summed (False where they are only moved)."""
+    if not _flushes(knobs, values.dtype, arithmetic):
         return values
     tiny = (values != 0) & (np.abs(values) < np.finfo(np.float32).tiny)
     return np.where(tiny, np.copysign(np.float32(0), values), values).astype(values.dtype)
@@ -160,7 +168,7 @@ def _through_float64(values: np.ndarray, knobs: Knobs) -> np.ndarray:
 
 def _fp16_result(value: np.floating, terms: Terms, knobs: Knobs) -> np.floating:
     """Bugs in how a float16 result is produced from its sum."""
-    if value.dtype != np.float16 or knobs.bug not in ("fp16-double-rounding", "fp16-truncating-conversion"):
+    if value.dtype != np.float16 or (knobs.bug != "fp16-double-rounding" and knobs.fp16_conversion == "nearest"):
         return value
     if not all(np.isfinite(v) for _, v in terms):
         return value
@@ -200,7 +208,7 @@ def _finish_sums(terms_per_element: dict[int, Terms], shape: tuple[int, ...], dt
 # -- ACTIVATION_RELU_GRAD ----------------------------------------------------------------------------------------
 def relu_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
               shape: tuple[int, ...]) -> np.ndarray:
-    x, dy = (_flush(inputs[n], knobs) for n in ("InputTensor", "InputGradientTensor"))
+    x, dy = _flush(inputs["InputTensor"], knobs), _flush(inputs["InputGradientTensor"], knobs, arithmetic=False)
     x, dy = _through_float64(x, knobs), _through_float64(dy, knobs)
     out = _zeros(shape, dy.dtype, knobs)
     zero = out.dtype.type(knobs.zero if out.dtype.kind == "f" else 0)
@@ -221,7 +229,7 @@ def relu_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.n
             out[i] = gi if keep else zero
     if knobs.bug == "one-ulp-on-a-copy":
         _bump_first_copy(out)
-    return _flush(out, knobs)
+    return _flush(out, knobs, arithmetic=knobs.bug == "relu-multiplies-by-mask")
 
 
 def _bump_first_copy(out: np.ndarray) -> None:
@@ -235,7 +243,7 @@ def _bump_first_copy(out: np.ndarray) -> None:
 # -- ELEMENT_WISE_CLIP_GRAD1 -------------------------------------------------------------------------------------
 def clip_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
                shape: tuple[int, ...]) -> np.ndarray:
-    x, dy = (_flush(inputs[n], knobs) for n in ("InputTensor", "InputGradientTensor"))
+    x, dy = _flush(inputs["InputTensor"], knobs), _flush(inputs["InputGradientTensor"], knobs, arithmetic=False)
     dy = _through_float64(dy, knobs)
     low, high = _scalar(params["Min"], x.dtype), _scalar(params["Max"], x.dtype)
     if knobs.bug == "clip-min-max-swapped":
@@ -252,7 +260,7 @@ def clip_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.
         above = xi > high if knobs.bug == "clip-passes-at-max" else xi >= high
         keep = (xi > low) & (xi < high) if knobs.clip_nan == "nan-zero" else not (below or above)
         out[i] = dy[i] if keep else zero
-    return _flush(out, knobs)
+    return _flush(out, knobs, arithmetic=False)
 
 
 # -- SLICE_GRAD --------------------------------------------------------------------------------------------------
@@ -367,6 +375,17 @@ def _coordinate(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in
             x = (f(o) + f(0.5) - f(opo)) / f(scale) - f(0.5) - f(ipo)
         elif knobs.coordinates == "reciprocal":  # (o − OPO)·(1/S) − IPO, 1/S a float32 constant
             x = (f(o) - f(opo)) * (f(1) / f(scale)) - f(ipo)
+        elif knobs.coordinates in ("division-low", "division-high") and np.isfinite(f(scale)) \
+                and np.isfinite(f(opo)):
+            # D3D allows a float32 division 2.5 ULP: an inexact quotient 2 ULP from the nearest float32, toward
+            # zero or away; an exact one exact (as both real stacks keep it).
+            shifted = f(o) - f(opo)
+            quotient = exact(shifted) / exact(f(scale))
+            q = round_fraction(quotient, np.dtype(np.float32))
+            if exact(q) != quotient:
+                toward = f(0) if knobs.coordinates == "division-low" else f(np.inf) * np.sign(q)
+                q = np.nextafter(np.nextafter(q, toward), toward)
+            x = q - f(ipo)
         elif knobs.coordinates == "folded":  # o·(1/S) − (OPO·(1/S) + IPO): offsets folded into one bias
             r = f(1) / f(scale)
             x = f(o) * r - (f(opo) * r + f(ipo))
@@ -475,9 +494,17 @@ LEGITIMATE: tuple[Knobs, ...] = (
           zero_weight_taps="read"),
     Knobs("fp32-denormals-flushed", "fp32 denormal inputs and results flushed to signed zero (D3D allows it)",
           fp32_denormals="flushed"),
+    Knobs("fp32-denormals-flushed-in-arithmetic", "fp32 denormals flushed where compared or summed, kept where a "
+          "select only moves them (D3D11's rule; DirectML on an H100)", fp32_denormals="flushed-in-arithmetic"),
+    Knobs("fp16-sums-converted-toward-zero", "fp16 sums accumulated wider, converted by D3D's rule (toward zero, "
+          "a finite sum past 65504 gives 65504; DirectML on lavapipe and an H100)", fp16_conversion="toward-zero"),
     Knobs("coordinates-by-reciprocal", "ResampleGrad1 coordinates as (o − OPO)·(1/S) − IPO, sums in fp32",
           Summation(accumulate="float32"), coordinates="reciprocal"),
     Knobs("coordinates-folded", "ResampleGrad1 coordinates as o·(1/S) − (OPO·(1/S) + IPO)", coordinates="folded"),
+    Knobs("coordinates-division-2-ulp-low", "ResampleGrad1 coordinates by a division 2 ULP toward zero where the "
+          "quotient is inexact (D3D allows 2.5 ULP)", coordinates="division-low"),
+    Knobs("coordinates-division-2-ulp-high", "ResampleGrad1 coordinates by a division 2 ULP away from zero where the "
+          "quotient is inexact (D3D allows 2.5 ULP)", coordinates="division-high"),
     Knobs("coordinates-divided-bias", "ResampleGrad1 coordinates as o/S − (OPO/S + IPO)",
           coordinates="divided-bias"),
     Knobs("refuses-gradient-not-pooled-size", "MaxPoolingGrad refuses a gradient that is not the pooled size "
@@ -523,10 +550,7 @@ BUGS: tuple[tuple[str, str], ...] = (
     ("resample-nearest-rounds-half-even", "ResampleGrad1 NEAREST rounds to nearest instead of floor/ceil"),
     ("resample-axes-reversed", "ResampleGrad1 applies each axis' scale and offsets to the mirrored axis"),
     ("resample-scale-from-sizes", "ResampleGrad1 derives the scale from the tensor sizes"),
-    ("resample-coordinate-in-float64", "ResampleGrad1 computes coordinates in float64 instead of float32"),
     ("fp16-denormals-flushed", "fp16 denormals flushed to zero (D3D requires them preserved)"),
-    ("fp16-truncating-conversion", "fp16 results converted by truncation (round toward zero) instead of rounding "
-     "to nearest: inside the bound for finite sums, but a sum past 65504 gives 65504 instead of infinity"),
 )
 
 #: Mistakes that no rule accepting the legitimate variants can catch, with the reason (docs/tolerances.md §6).
@@ -534,6 +558,10 @@ INSIDE_THE_BOUND: tuple[tuple[str, str, str], ...] = (
     ("fp16-double-rounding", "fp16 sums rounded to fp32, then to fp16",
      "this is what `accumulate-in-float32` does to its last partial sum; wherever it differs from the golden "
      "the element has n >= 2 or a weight that rounds, and the contract lets such an element be 1 ULP off"),
+    ("resample-coordinate-in-float64", "ResampleGrad1 computes coordinates in float64 instead of float32",
+     "D3D's float32 division may be 2.5 ULP off, so a float32 coordinate may land wherever the float64 one does: "
+     "the two differ only within γ_7·A of an integer, where a NEAREST pick is open and a LINEAR weight has slack "
+     "(an H100 picked as float64 would at x = 0.5/0.33333334 + 0.5; docs/tolerances.md §5b)"),
 )
 
 
@@ -554,6 +582,7 @@ KNOB_OPERATORS: dict[str, frozenset[str]] = {
     "fp32_denormals": frozenset({"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "MAX_POOLING_GRAD",
                                  "RESAMPLE_GRAD1"}),
     "coordinates": frozenset({"RESAMPLE_GRAD1"}),
+    "fp16_conversion": frozenset(_SUMMING),
     "pool_gradient_size": frozenset({"MAX_POOLING_GRAD"}),
 }
 #: Bugs whose code sits in one operator's function, by name prefix; any other bug may show anywhere.

@@ -19,8 +19,9 @@ Per axis, the forward is:
   weights, and its autograd is a scatter with `index_add_`. Taps of weight 0 are read (0·inf is NaN), as
   PyTorch's upsample kernels read them: the `zero-weights-read` reading.
 
-Offsets follow the `literal` reading (the gradient's fields mean the forward's); the `swapped` variant
-reads them the other way (contract §2). Everything runs in the data type on the device.
+Offsets follow the reference's default reading (`swapped`, DirectML's: the gradient's fields are named after its
+own tensors) unless a variant names the other (`literal`: they mean the forward's; contract §2). Everything runs
+in the data type on the device.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def realise(desc: Description, inputs: dict[str, torch.Tensor], variant: str | N
     p = desc.params
     mode, rounding = p["InterpolationMode"], p["RoundingDirection"]
     ipo, opo = p["InputPixelOffsets"], p["OutputPixelOffsets"]
-    if variant == "swapped":
+    if (variant or desc.op.variants[0]) == "swapped":
         ipo, opo = opo, ipo
     dx_shape, rank = desc.output.shape, len(desc.output.shape)
     steps: list[Callable[[torch.Tensor], torch.Tensor]] = []

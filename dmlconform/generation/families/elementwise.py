@@ -26,7 +26,8 @@ from dmlconform.generation.families.common import (
     python_scalar,
     tensor,
 )
-from dmlconform.generation.spec import FLUSHED, CaseSpec, TensorSpec
+from dmlconform.generation.freeze import is_fp32_denormal
+from dmlconform.generation.spec import FLUSHED, GRADIENT_FLUSHED, INPUT_FLUSHED, CaseSpec, TensorSpec
 from dmlconform.generation.values import distinct_nonzero, gradients, next_toward, pick, specials, unique_sorted
 from dmlconform.ops.base import Operator
 from dmlconform.suite.tiers import Tier
@@ -182,35 +183,56 @@ def select_nan(family: Family, tier: Tier) -> Iterator[Plan]:
         yield Plan(case_id, (index,), make)
 
 
+#: What an fp32-denormal case holds, and the behaviour it reports (contract §2; D3D11 lets fp32 arithmetic flush
+#: denormals, comparisons included, while moves of data must keep them).
+DENORMAL_PLACES = ("x", "dy", "both")
+DENORMAL_BEHAVIOUR = {"x": "fp32-denormal-input", "dy": "fp32-denormal-gradient",
+                      "both": "fp32-denormal-input-and-gradient"}
+
+
+def _denormals(count: int, draw: Draw) -> tuple[np.ndarray, np.ndarray]:
+    """fp32 denormals of both signs, and where a third of `count` elements get them."""
+    tiny = np.finfo(np.float32).tiny
+    values = (draw.unit(count) * tiny).astype(np.float32)
+    values[values == 0] = np.float32(np.finfo(np.float32).smallest_subnormal)
+    signs = np.where(draw.indices(count, 2) == 0, np.float32(-1), np.float32(1))
+    places = np.array(draw.shuffled(range(count))[: max(1, count // 3)])
+    return values * signs, places
+
+
 def select_denormals(family: Family, tier: Tier) -> Iterator[Plan]:
-    """fp32 denormals in X or in dY: `preserved` (the pages' arithmetic) or `flushed` to a zero of the same sign,
-    which D3D allows for fp32."""
+    """fp32 denormals in X only, in dY only, or in both, so that a flush where X is compared is told apart from a
+    flush of the gradient the select moves: `preserved` (the pages' arithmetic), `flushed` (every denormal a zero
+    of its sign), and for both, `input-flushed` (X flushed in the comparison, the gradient kept: D3D11's rule for
+    an arithmetic compare and a data-moving select, as an H100 does) and `gradient-flushed`."""
     elements = family.per_tier("elements", tier)
     f32 = [c for c in cells(family.op) if c.dtype is DataType.FLOAT32]
     for index in family.new_in(tier):
         cell = f32[(index * 3) % len(f32)]
-        in_x = index % 2 == 0
-        case_id = f"{family.name}-{'x' if in_x else 'dy'}-{cell.label}-{index}"
+        where = DENORMAL_PLACES[index % len(DENORMAL_PLACES)]
+        case_id = f"{family.name}-{where}-{cell.label}-{index}"
 
-        def make(draw: Draw, cell=cell, in_x=in_x, case_id=case_id) -> CaseSpec:
+        def make(draw: Draw, cell=cell, where=where, case_id=case_id) -> CaseSpec:
             shape = shape_for(draw, cell.rank, max(4, elements))
             count = int(np.prod(shape))
             x, params = _x_for(family.op, cell.dtype, count, draw)
             dy = gradients(cell.dtype, count, draw, with_specials=False)
-            tiny = np.finfo(np.float32).tiny
-            denormals = (draw.unit(count) * tiny).astype(np.float32)
-            denormals[denormals == 0] = np.float32(np.finfo(np.float32).smallest_subnormal)
-            signs = np.where(draw.indices(count, 2) == 0, np.float32(-1), np.float32(1))
-            places = np.array(draw.shuffled(range(count))[: max(1, count // 3)])
-            if in_x:
+            # X's edge values may hold the smallest denormal (the neighbour of a bound at zero): where X is not
+            # meant to, the smallest normal of the same sign stands in, on the same side of every bound.
+            x = np.where(is_fp32_denormal(x), np.copysign(np.finfo(np.float32).tiny, x), x).astype(np.float32)
+            if where in ("x", "both"):
                 if family.op.name != RELU:  # a bound at zero, so that flushing moves X across it
                     params = {"Min": 0.0, "Max": float(np.float32(abs(params["Max"]) + 1))}
-                x[places] = denormals[places] * signs[places]
-            else:
-                dy[places] = denormals[places] * signs[places]
-            behaviour = "fp32-denormal-input" if in_x else "fp32-denormal-gradient"
+                values, places = _denormals(count, draw)
+                x[places] = values[places]
+            if where in ("dy", "both"):
+                values, places = _denormals(count, draw)
+                dy[places] = values[places]
+            candidates = {"preserved": family.op.variants[0], "flushed": FLUSHED}
+            if where == "both":
+                candidates |= {INPUT_FLUSHED: INPUT_FLUSHED, GRADIENT_FLUSHED: GRADIENT_FLUSHED}
             return _case(family, case_id, x.reshape(shape), dy.reshape(shape), params, ("denormal", "candidates"),
-                         {"preserved": family.op.variants[0], "flushed": FLUSHED}, behaviour)
+                         candidates, DENORMAL_BEHAVIOUR[where])
 
         yield Plan(case_id, (index,), make)
 

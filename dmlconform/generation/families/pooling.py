@@ -80,14 +80,25 @@ def pool_case(family: Family, case_id: str, dtype: DataType, x: TensorSpec, dy_s
     candidates: dict[str, str] = {}
     behaviour = None
     only_padding = padding_only(x_array, dy_shape, geometry)
-    if only_padding:
-        candidates = {"dropped": "nan-sticks", "edge-clamped": EDGE_CLAMPED}
-        behaviour, tags = "maxpool-padding-only-window", (*tags, "candidates")
-    if tuple(dy_shape[2:]) != geometry.pooled(tuple(x.shape[2:])):
-        if not only_padding:
-            candidates = {"computed": "nan-sticks"}
-            behaviour, tags = "maxpool-gradient-not-pooled-size", (*tags, "candidates")
-        candidates[REFUSED] = REFUSED
+    routed = {"dropped": "nan-sticks", "edge-clamped": EDGE_CLAMPED} if only_padding else {"computed": "nan-sticks"}
+    formula = geometry.pooled(tuple(x.shape[2:]))
+    # No whole dilated window fits some padded axis: the formula gives 0 or less there, and the smallest gradient
+    # D3D12 can hold, 1, is what DirectML takes for the pooled size (it computes these, refusing any other size).
+    sized = tuple(dy_shape[2:]) == tuple(max(1, n) for n in formula)
+    # The behaviour a case reports is the first of these that leaves its answer open: a refusal of its size
+    # decides the case before anything a padding-only window does.
+    if not sized:
+        behaviour = "maxpool-gradient-not-pooled-size"
+        candidates = {**({"computed": "nan-sticks", "computed-edge-clamped": EDGE_CLAMPED} if only_padding
+                         else routed), REFUSED: REFUSED}
+    elif min(formula) < 1:
+        behaviour = "maxpool-window-beyond-padded-input"
+        candidates = {**({"computed": "nan-sticks", "computed-edge-clamped": EDGE_CLAMPED} if only_padding
+                         else routed), REFUSED: REFUSED}
+    elif only_padding:
+        behaviour, candidates = "maxpool-padding-only-window", routed
+    if behaviour is not None:
+        tags = (*tags, "candidates")
     if only_padding:
         if large:
             dy = generated(dtype, dy_shape, {"dist": "ints", "seed": draw.below(2**31), "low": -255, "high": 255})

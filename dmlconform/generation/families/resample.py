@@ -194,5 +194,76 @@ def resample_shapes(family: Family, tier: Tier) -> Iterator[Plan]:
         yield Plan(case_id, (index,), make)
 
 
+#: A coordinate within this many u·A of an integer or half-integer is a knife edge (u = 2^-24, A the size of the
+#: evaluation's terms): D3D's float32 evaluation is known to within γ_7·A (ops/_resample_coordinates.py), so within
+#: 4u·A it may land on either side, and a pick or weight there tells which way a stack evaluated.
+KNIFE_EDGE = 4
+
+
+def coordinate_edges(scale: float, offset: float, n_out: int) -> tuple[list[int], list[int]]:
+    """For equal offsets, the outputs whose exact source coordinate lies on or within KNIFE_EDGE·u·A of an integer,
+    and those within it of a half-integer."""
+    s, c = Fraction(f32(scale)), Fraction(f32(offset))
+    integers, halves = [], []
+    for o in range(n_out):
+        x = (o - c) / s - c
+        size = ((abs(Fraction(o)) + abs(c)) / abs(s) + abs(c)) * Fraction(1, 2**24)
+        to_integer = abs(x - round(x))
+        if to_integer <= KNIFE_EDGE * size:
+            integers.append(o)
+        if abs(x - (math.floor(x) + Fraction(1, 2))) <= KNIFE_EDGE * size:
+            halves.append(o)
+    return integers, halves
+
+
+#: The second axis of a knife-edge case: x = (o - 0.25)/1.5 - 0.25 = -0.42, 0.25, 0.92, 1.58, each far from an
+#: integer, so floor and ceil differ there whatever the first axis holds (a wrong rounding direction shows).
+WITNESS_AXIS = (1.5, 0.25, 4, 3)
+
+
+def _knife_edges(family: Family) -> list[tuple[float, float, int, int]]:
+    """(scale, equal offset, dY extent, dX extent) with knife edges at integers, from the description's pools,
+    most knife edges first."""
+    scales = [float(v) for v in family.setting("scales", list)]
+    offsets = [float(v) for v in family.setting("offsets", list)]
+    n_out = family.setting("outputs", int)
+    found = []
+    for scale in scales:
+        for offset in offsets:
+            integers, halves = coordinate_edges(scale, offset, n_out)
+            if integers:
+                c, s = Fraction(f32(offset)), Fraction(f32(scale))
+                last = (n_out - 1 - c) / s - c
+                n_in = min(256, max(2, math.floor(last) + 2))
+                found.append((-(len(integers) + len(halves)), scale, offset, n_out, n_in))
+    found.sort()
+    return [(scale, offset, n_out, n_in) for _, scale, offset, n_out, n_in in found]
+
+
+def resample_knife_edges(family: Family, tier: Tier) -> Iterator[Plan]:
+    """Source coordinates on or a few ULP from integers and half-integers along the first axis, where D3D's 2.5-ULP
+    division may round a pick either way (docs/tolerances.md §5b), and along the second axis coordinates far from
+    any integer, where the rounding direction is fixed: so a stack's own evaluation shows (its picks at the
+    edges) while a wrong rounding direction still fails. Equal offsets (one answer), both modes and directions,
+    FLOAT32 and FLOAT16."""
+    edges = _knife_edges(family)
+    if not edges:
+        raise family.error("scales", "no scale and offset of the pools gives a knife edge")
+    for index in family.new_in(tier):
+        scale, offset, n_out, n_in = edges[index % len(edges)]
+        mode, rounding = MODES[(index // 2) % 2], ROUNDINGS[index % 2]
+        dtype = DataType.FLOAT16 if index % 4 == 3 else DataType.FLOAT32
+        case_id = f"{family.name}-{mode.lower()}-{rounding.lower()}-{dtype.name.lower()}-{index}"
+
+        def make(draw: Draw, scale=scale, offset=offset, n_out=n_out, n_in=n_in, mode=mode, rounding=rounding,
+                 dtype=dtype, case_id=case_id) -> CaseSpec:
+            w_scale, w_offset, w_out, w_in = WITNESS_AXIS
+            return resample_case(family, case_id, dtype, (n_in, w_in), (n_out, w_out), mode, rounding,
+                                 [scale, w_scale], [offset, w_offset], [offset, w_offset], draw, tags=("knife-edge",))
+
+        yield Plan(case_id, (index,), make)
+
+
 KINDS = {"resample-cells": resample_cells, "resample-grid": resample_grid, "resample-boundaries": resample_boundaries,
-         "resample-offsets": resample_offsets, "resample-shapes": resample_shapes}
+         "resample-offsets": resample_offsets, "resample-shapes": resample_shapes,
+         "resample-knife-edges": resample_knife_edges}
