@@ -77,6 +77,8 @@ def fingerprint(results: list[CaseResult]) -> dict[str, str]:
             verdicts[name] = next(iter(names))
         elif names:
             verdicts[name] = "undecided: " + " or ".join(sorted(names))
+        elif len(tallies[name]) == 1:  # every case of it failed the same way: nothing followed, nothing mixed
+            verdicts[name] = next(iter(tallies[name]))
         else:
             verdicts[name] = "mixed: " + ", ".join(f"{label} ×{count}" for label, count in
                                                    sorted(tallies[name].items()))

@@ -38,9 +38,18 @@ def _error(numbers: Numbers | None) -> str:
     return "-" if numbers is None or numbers.max_abs_error is None else f"{numbers.max_abs_error:.3g}"
 
 
+_PLURALS = {Change.REGRESSION: "regressions", Change.CHANGED_FAILURE: "changed failures", Change.FIX: "fixes",
+            Change.FLAKY: "flaky", Change.BEHAVIOUR: "behaviour changes", Change.NEW: "new",
+            Change.VANISHED: "vanished", Change.NOT_COMPARED: "not compared"}
+
+
+def _plural(change: Change, count: int) -> str:
+    return _PLURALS[change] if count != 1 else ("behaviour change" if change is Change.BEHAVIOUR else change.value)
+
+
 def summary_line(diff: RunDiff) -> str:
-    counts = [f"{diff.count(change)} {change.value}{'s' if diff.count(change) != 1 else ''}"
-              for change in SEVERITY if diff.count(change)]
+    counts = [f"{diff.count(change)} {_plural(change, diff.count(change))}" for change in SEVERITY
+              if diff.count(change)]
     drift = (f"{len(diff.drift)} case(s) drifted, {len(diff.closer)} of them closer to their threshold"
              if diff.drift else "no numeric drift")
     return f"{', '.join(counts) or 'no status changes'}; {drift}; {diff.unchanged} unchanged"
@@ -53,6 +62,12 @@ def render_diff(diff: RunDiff, console: Console, old_label: str, new_label: str,
     if diff.run_changes:
         table = Table("what differs", "old", "new", title="the runs", title_justify="left")
         for change in diff.run_changes:
+            table.add_row(change.name, change.old, change.new)
+        console.print(table)
+    if diff.behaviours:
+        table = Table("behaviour", "old", "new", title="behaviour fingerprint: the readings that differ",
+                      title_justify="left")
+        for change in diff.behaviours:
             table.add_row(change.name, change.old, change.new)
         console.print(table)
     for level in diff.levels:
@@ -142,6 +157,7 @@ def diff_document(diff: RunDiff, old_label: str, new_label: str) -> dict[str, An
         "summary": {**{change.value: diff.count(change) for change in SEVERITY}, "drifted": len(diff.drift),
                     "closer": len(diff.closer), "unchanged": diff.unchanged, "compared": diff.compared},
         "run_changes": [asdict(c) for c in diff.run_changes],
+        "behaviour_changes": [asdict(c) for c in diff.behaviours],
         "feature_levels": [asdict(level) for level in diff.levels],
         "groups": [{"op": g.op, "dtype": g.dtype, "level": g.level,
                     **{change.value: g.count(change) for change in SEVERITY if g.count(change)},

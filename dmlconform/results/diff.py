@@ -27,7 +27,7 @@ from enum import Enum
 from dmlconform.case_result import CaseResult, Status
 from dmlconform.compare.tolerance import RuleKind
 from dmlconform.run_result import RunResult
-from dmlconform.verdicts import introduced_levels, level_verdicts
+from dmlconform.verdicts import fingerprint, introduced_levels, level_verdicts
 
 
 class Change(Enum):
@@ -161,6 +161,8 @@ class RunDiff:
     #: Cases in both runs with the same status and the same numbers.
     unchanged: int
     compared: int
+    #: The behaviour fingerprint (contract §2) where the two runs differ: behaviour, old reading, new reading.
+    behaviours: list[FieldChange] = field(default_factory=list)
 
     @property
     def regressed(self) -> bool:
@@ -246,7 +248,7 @@ def diff_runs(old: RunResult, new: RunResult) -> RunDiff:
     changes.sort(key=lambda c: (SEVERITY.index(c.change), c.id))
     drift.sort(key=lambda d: (*d.sort_key, d.id))
     return RunDiff(_run_name(old), _run_name(new), _run_changes(old, new), _level_changes(old, new), changes, drift,
-                   _groups(changes, drift), unchanged, compared)
+                   _groups(changes, drift), unchanged, compared, _behaviour_changes(old, new))
 
 
 def _case_diff(result: CaseResult, change: Change, was: CaseResult | None, now: CaseResult | None) -> CaseDiff:
@@ -301,6 +303,14 @@ def _run_changes(old: RunResult, new: RunResult) -> list[FieldChange]:
         if was != now and not any((c.old, c.new) == (was, now) for c in changes):
             changes.append(FieldChange(name, was, now))
     return changes
+
+
+def _behaviour_changes(old: RunResult, new: RunResult) -> list[FieldChange]:
+    """Each undocumented behaviour whose reading differs between the runs (a stack against another, or a driver
+    against its last version), as `fingerprint` words it: a candidate, `mixed: …` or `undecided: …`."""
+    before, after = fingerprint(old.results), fingerprint(new.results)
+    return [FieldChange(name, before.get(name, "—"), after.get(name, "—"))
+            for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
 
 
 def _level_changes(old: RunResult, new: RunResult) -> list[LevelChange]:

@@ -103,3 +103,30 @@ def test_an_unchanged_run_has_no_changes_and_no_drift() -> None:
     results = [_measured("s/a", S.PASS, 2, 0.4), result("s/b", S.FAIL)]
     diff = diff_runs(run(results), run(results))
     assert not diff.changes and not diff.drift and diff.unchanged == 2 and not diff.regressed
+
+
+def test_the_behaviour_fingerprints_of_two_stacks_are_compared_reading_by_reading() -> None:
+    def probing(case_id: str, behaviour: str, matched: str | None, status: S = S.PASS) -> CaseResult:
+        r = result(case_id, status)
+        r.behaviour, r.matched, r.matched_all = behaviour, matched, [matched] if matched else []
+        return r
+
+    same = [probing("s/offsets", "resample-offset-convention", "swapped")]
+    old = run([*same, probing("s/den-x", "fp32-denormal-input", "preserved"),
+               probing("s/den-both", "fp32-denormal-input-and-gradient", "preserved")])
+    new = run([*same, probing("s/den-x", "fp32-denormal-input", "flushed"),
+               probing("s/den-both", "fp32-denormal-input-and-gradient", None, S.FAIL)])
+    changes = {c.name: (c.old, c.new) for c in diff_runs(old, new).behaviours}
+    assert changes == {"fp32-denormal-input": ("preserved", "flushed"),
+                       "fp32-denormal-input-and-gradient": ("preserved", "none (FAIL)")}
+    assert diff_runs(old, old).behaviours == []
+
+
+def test_the_summary_line_counts_in_words() -> None:
+    from dmlconform.report.diff import summary_line
+
+    old = run([result("s/a", S.FAIL, 0), result("s/b", S.FAIL, 1), result("s/c", S.PASS, 2), result("s/d", S.PASS, 3)])
+    new = run([result("s/a", S.PASS, 0), result("s/b", S.PASS, 1), result("s/e", S.PASS, 4), result("s/f", S.PASS, 5)])
+    line = summary_line(diff_runs(old, new))
+    assert line.startswith("2 vanished, 2 new, 2 fixes;"), line
+    assert summary_line(diff_runs(run([result("s/a", S.FAIL)]), run([result("s/a", S.PASS)]))).startswith("1 fix;")
