@@ -245,7 +245,8 @@ def clip_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.
                shape: tuple[int, ...]) -> np.ndarray:
     x, dy = _flush(inputs["InputTensor"], knobs), _flush(inputs["InputGradientTensor"], knobs, arithmetic=False)
     dy = _through_float64(dy, knobs)
-    low, high = _scalar(params["Min"], x.dtype), _scalar(params["Max"], x.dtype)
+    # Min and Max are compared as X is: a flush of the comparison's inputs flushes them too.
+    low, high = (_flush(np.asarray(_scalar(params[n], x.dtype)), knobs)[()] for n in ("Min", "Max"))
     if knobs.bug == "clip-min-max-swapped":
         low, high = high, low
     if knobs.bug == "clip-compares-in-float32":

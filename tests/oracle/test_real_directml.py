@@ -78,3 +78,78 @@ def test_where_every_modelled_order_agrees_an_inexact_linear_coordinate_is_still
     assert _verdict(cases[case_id], captured[case_id]).passed
     verdict = _verdict(cases[case_id], captured[case_id], without_slack=True)
     assert not verdict.passed and verdict.max_ulp is not None and verdict.max_ulp >= 19
+
+
+# -- the two stacks: lavapipe and an NVIDIA H100 (examples/dml_harness/results/DECISIONS.md) -------------------------
+STACKS = REPO / "tests" / "oracle" / "data" / "directml-1.15.4-stacks-probes.npz"
+PROBES = REPO / "examples" / "dml_harness" / "investigate" / "probes"
+H100_NEAREST = ("resample_grad1.standard/cells-float16-r3-3", "resample_grad1.standard/cells-float16-r3-6",
+                "resample_grad1.smoke/grid-nearest_neighbor-decreasing-down-int-negative-float16")
+
+
+@pytest.fixture(scope="module")
+def stacks() -> dict[str, dict[str, np.ndarray]]:
+    """Per stack ('h100', 'lavapipe'), DirectML's outputs by case id."""
+    found: dict[str, dict[str, np.ndarray]] = {}
+    with np.load(STACKS) as archive:
+        for key in archive.files:
+            stack, _, case_id = key.partition("__")
+            found.setdefault(stack, {})[case_id.replace("__", "/")] = archive[key]
+    return found
+
+
+@pytest.fixture(scope="module")
+def probe_cases() -> dict[str, Case]:
+    return {c.full_id: c for c in load_paths([PROBES])}
+
+
+def _as_exact_as_six_orders_say() -> contextlib.AbstractContextManager:
+    """The NEAREST rule before the H100: a coordinate counted as exact wherever the six correctly rounded orders
+    agree, whether or not its real value is a float32 value."""
+    return mock.patch.object(coordinates, "exactly_representable", lambda n_out, *_: np.ones(n_out, dtype=bool))
+
+
+def test_the_h100s_nearest_picks_pass_and_needed_d3ds_division(stacks, cases):
+    smoke = {c.full_id: c for c in load_paths([REPO / "test_vectors" / "smoke" / "resample_grad1.yaml"])}
+    for case_id in H100_NEAREST:
+        case = cases.get(case_id) or smoke[case_id]
+        actual = stacks["h100"][case_id]
+        assert _verdict(case, actual).passed, case_id
+        with _as_exact_as_six_orders_say():
+            assert not _verdict(case, actual).passed, case_id
+
+
+def test_every_knife_edge_pick_of_both_stacks_passes_and_the_stacks_pick_differently(stacks, probe_cases):
+    knives = sorted(case_id for case_id in probe_cases if "knife" in case_id)
+    assert len(knives) == 120
+    needed = {}
+    for stack in ("h100", "lavapipe"):
+        needed[stack] = 0
+        for case_id in knives:
+            case, actual = probe_cases[case_id], stacks[stack][case_id]
+            assert _verdict(case, actual).passed, (stack, case_id)
+            with _as_exact_as_six_orders_say():
+                needed[stack] += not _verdict(case, actual).passed
+    assert needed["h100"] >= 5 and needed["lavapipe"] >= 1, needed  # cases the old rule failed, per stack
+    differ = [c for c in knives if not np.array_equal(stacks["h100"][c], stacks["lavapipe"][c])]
+    assert len(differ) >= 10  # each stack evaluates coordinates its own way
+
+
+def test_the_h100_flushes_fp32_denormals_exactly_where_d3d11_lets_it_and_lavapipe_keeps_them(stacks, probe_cases):
+    """Each probe holds denormals in X only, dY only or both (ReluGrad, ClipGrad1 against bounds at and around 0,
+    SliceGrad, MaxPoolingGrad, ResampleGrad1): the H100's outputs are bit for bit those of a driver that flushes
+    where it compares or sums and keeps what a select or a copy moves; lavapipe's those of one that keeps all."""
+    from tests.oracle.drivers import LEGITIMATE, STRAIGHT, SimulatedDriver
+
+    in_arithmetic = next(k for k in LEGITIMATE if k.fp32_denormals == "flushed-in-arithmetic")
+    denormals = sorted(case_id for case_id in probe_cases if "denormal" in case_id)
+    assert len(denormals) == 24
+    for stack, knobs in (("h100", in_arithmetic), ("lavapipe", STRAIGHT)):
+        for case_id in denormals:
+            case = probe_cases[case_id]
+            model = SimulatedDriver(knobs).run(case).outputs["OutputGradientTensor"]
+            actual = stacks[stack][case_id]
+            assert np.array_equal(model.view(np.uint32), actual.view(np.uint32)), (stack, case_id)
+    every_flush = next(k for k in LEGITIMATE if k.fp32_denormals == "flushed")
+    assert any(not np.array_equal(SimulatedDriver(every_flush).run(probe_cases[c]).outputs["OutputGradientTensor"]
+                                  .view(np.uint32), stacks["h100"][c].view(np.uint32)) for c in denormals)
