@@ -74,4 +74,4 @@ def test_fp32_resample_example():
     for knobs in LEGITIMATE:
         out = SimulatedDriver(knobs).run(case).outputs["OutputGradientTensor"]
         moves.add(int(out[0, 0].view(np.int32)) - int(golden[0, 0].view(np.int32)))
-    assert moves <= set(range(-9, 2)) and len(moves) >= 3
+    assert moves <= set(range(-14, 14)) and len(moves) >= 3  # within 14 ULP of the golden, 159.5 allowed
