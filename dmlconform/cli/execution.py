@@ -21,7 +21,7 @@ from dmlconform.backends.base import BackendOptions
 from dmlconform.cli.common import fail, load_cases
 from dmlconform.results.expectations import Expectations
 from dmlconform.run_result import RunResult, Shard
-from dmlconform.runner import KeepOutputs
+from dmlconform.runner import KeepOutputs, default_retries
 from dmlconform.suite.tiers import DEFAULT
 
 if TYPE_CHECKING:
@@ -77,11 +77,6 @@ def backend_settings(backend_name: str, ep: str, harness: str | None, timeout_s:
     if backend_name == "onnxruntime":
         return {"ep": ep}
     return {"variant": variant}
-
-
-def default_retries(backend_name: str) -> int:
-    """Retries when none are asked for: one on `native` (a driver may flake), none in process."""
-    return 1 if backend_name == "native" else 0
 
 
 @dataclass
