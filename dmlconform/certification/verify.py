@@ -317,7 +317,7 @@ class _Check:
         rebuilt = to_document(run)
         for key in ("summary", "feature_levels", "behaviour_fingerprint"):
             if raw.get(key) != rebuilt[key]:
-                place = first_difference(raw.get(key), rebuilt[key]) or key
+                place = ".".join(filter(None, (key, first_difference(raw.get(key), rebuilt[key]))))
                 self.fail(where, f"field {place}: says {json.dumps(value_at(raw, place))}, the cases give "
                                  f"{json.dumps(value_at(rebuilt, place))}")
 
