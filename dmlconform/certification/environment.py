@@ -25,14 +25,19 @@ _DISTRIBUTIONS = ("dmlconform", "numpy", "click", "rich", "PyYAML", "onnx", "onn
 
 @cache
 def tool_source_digest() -> str:
-    """SHA-256 over dmlconform's own source: every .py and .yaml file of the package (the generator's
-    descriptions included; the suites are the suite manifest's business), by path. Equal for a wheel and a
-    checkout of the same commit; any edit to the tool changes it."""
+    """SHA-256 over dmlconform's own source (see `source_digest`), once per process."""
+    return source_digest(_PACKAGE)
+
+
+def source_digest(package: Path) -> str:
+    """SHA-256 over every .py and .yaml file of a package folder (the generator's descriptions included; the
+    suites are the suite manifest's business), by path. Equal for a wheel and a checkout of the same commit; any
+    edit to the tool changes it."""
     digest = hashlib.sha256()
-    files = sorted(p for p in _PACKAGE.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file()
-                   and "__pycache__" not in p.parts and "test_vectors" not in p.relative_to(_PACKAGE).parts)
+    files = sorted(p for p in package.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file()
+                   and not {"__pycache__", "test_vectors"} & set(p.relative_to(package).parts))
     for path in files:
-        digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 

@@ -12,7 +12,6 @@ from that device: a spot-check re-run on the certifier's own unit (`verify --rer
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -54,7 +53,7 @@ from dmlconform.feature_levels import FeatureLevel
 from dmlconform.report.html import render_html
 from dmlconform.report.junit import junit_bytes
 from dmlconform.results import ResultsError
-from dmlconform.results.artifacts import artifact_folder
+from dmlconform.results.artifacts import artifact_folder, npy_from_bytes
 from dmlconform.results.document import (
     backend_json,
     case_json,
@@ -433,7 +432,7 @@ class _Check:
                 if path.stat().st_size > size_limit:
                     self.fail(expected, f"is larger than output {name} of case {result.id} can be; not read")
                     return None
-                outputs[name] = np.load(io.BytesIO(path.read_bytes()), allow_pickle=False)
+                outputs[name] = npy_from_bytes(path.read_bytes())
             except (OSError, ValueError, EOFError) as exc:
                 self.fail(expected, f"is not a readable .npy file ({exc})")
                 return None

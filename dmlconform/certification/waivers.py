@@ -153,6 +153,8 @@ def parse_waivers(raw: bytes, name: str) -> WaiverFile:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None
         raise CertificationError(name, f"is not YAML ({getattr(exc, 'problem', None) or exc})", where) from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # PyYAML's constructors: a bad date...
+        raise CertificationError(name, f"is not YAML it can read ({exc})") from None
     if not isinstance(document, dict):
         raise CertificationError(name, f"is not a mapping with format: {WAIVERS_FORMAT} and waivers: [...]")
     if document.get("format") != WAIVERS_FORMAT:

@@ -151,7 +151,8 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     _fresh_folder(output)
     options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device)
     request = RunRequest((suite_root,) if suite_root else (), backend_name, options, level, None, tier_name, jobs,
-                         shard, keep=KeepOutputs.ALL, artifacts_dir=output / OUTPUTS, result_file=output / RESULTS)
+                         shard, keep=KeepOutputs.ALL, artifacts_dir=output / OUTPUTS, result_file=output / RESULTS,
+                         durable_artifacts=False)
     console = make_console()
     run = execute(request, stop, console)
     device_identity = DeviceIdentity.of(run.backend)

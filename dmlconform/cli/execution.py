@@ -101,6 +101,8 @@ class RunRequest:
     #: Where kept outputs go, and the result file they are recorded relative to.
     artifacts_dir: Path | None = None
     result_file: Path | None = None
+    #: Kept outputs flushed to disk one by one (see save_npy).
+    durable_artifacts: bool = True
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -179,7 +181,8 @@ def execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResu
                 result.index = position
                 if request.artifacts_dir is not None and result.actual_outputs:
                     try:
-                        save_artifacts(result, request.artifacts_dir, request.result_file)
+                        save_artifacts(result, request.artifacts_dir, request.result_file,
+                                       request.durable_artifacts)
                     except OSError as exc:
                         fail(f"--artifacts {request.artifacts_dir}: cannot write: {exc.strerror or exc}")
                 done[position] = result

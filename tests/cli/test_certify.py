@@ -412,3 +412,17 @@ def test_a_damaged_package_is_exit_3_never_a_traceback(numpy_package: Path, suit
         done = verify(damaged, suite_root)
         assert done.exit_code == 3, (damage, done.output)
         assert "Traceback" not in done.output
+
+
+# -- the real thing -----------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_standard_tier_certifies_the_reference_end_to_end(tmp_path: Path) -> None:
+    """Issue 24's first "Done when" on the committed standard tier, as a vendor and a certifier run it."""
+    package = tmp_path / "numpy-6_4"
+    made = invoke("certify", "--level", "6_4", "--backend", "numpy", "--jobs", "2", "-o", package)
+    assert made.exit_code == 0, made.output[-2000:]
+    done = invoke("verify", package)
+    assert done.exit_code == 0, done.output[-2000:]
+    assert "VALID: conformant at 6_4 on cpu (reference) (standard tier, 1732 cases re-judged" in done.output
+    document = json.loads((package / CERTIFICATION).read_text())
+    assert document["suite"]["cases"] == 1732 and document["verdict"]["matched"] == 1732
