@@ -36,8 +36,10 @@ WAIVERS = "waivers.yaml"
 OUTPUTS = "outputs"
 SHARDS = "shards"
 CHECKSUMS = "CHECKSUMS.sha256"
-#: The tiers a certification may claim; smaller ones exist to try things out, not to certify.
+#: The tiers a certification may claim. A package of the smoke tier is a rehearsal (minutes, to try the whole
+#: process on a device): verify checks it as any other, and its claim never holds.
 CERTIFICATION_TIERS = ("standard", "full")
+PACKAGE_TIERS = ("smoke", *CERTIFICATION_TIERS)
 
 
 class CertificationError(ValueError):

@@ -77,7 +77,7 @@ class PackageParts:
 
 def certification_document(parts: PackageParts, run: RunResult) -> dict[str, Any]:
     claim = parts.claim
-    verdict = certification_verdict(run, claim.level)
+    verdict = certification_verdict(run, claim.level, claim.tier)
     device = DeviceIdentity.of(run.backend)
     manifest = parts.manifest
     return {

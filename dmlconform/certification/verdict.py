@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dmlconform.case_result import Status
+from dmlconform.certification import CERTIFICATION_TIERS
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.run_result import RunResult
 from dmlconform.verdicts import effective_status
@@ -33,12 +34,14 @@ class CertificationVerdict:
                 "reasons": list(self.reasons)}
 
 
-def certification_verdict(run: RunResult, level: FeatureLevel) -> CertificationVerdict:
+def certification_verdict(run: RunResult, level: FeatureLevel, tier: str) -> CertificationVerdict:
     required = [r for r in run.results if r.required_level <= level]
     matched = sum(1 for r in required if effective_status(r).matched)
     waived = sum(1 for r in required if r.status is Status.WAIVED)
     not_matched = tuple(r.id for r in required if not effective_status(r).matched and r.status is not Status.WAIVED)
     reasons = []
+    if tier not in CERTIFICATION_TIERS:
+        reasons.append(f"the {tier} tier is a rehearsal; a certification runs the standard or the full tier")
     if run.shard is not None:
         reasons.append(f"this is shard {run.shard} of a run: a certification is every shard merged "
                        "(dmlconform certify --merge)")

@@ -26,7 +26,6 @@ from dmlconform.case import Case
 from dmlconform.case_result import CaseResult, Status
 from dmlconform.certification import (
     CERTIFICATION,
-    CERTIFICATION_TIERS,
     CHECKSUMS,
     ENVIRONMENT,
     FORMAT,
@@ -34,6 +33,7 @@ from dmlconform.certification import (
     JUNIT,
     MANIFEST,
     OUTPUTS,
+    PACKAGE_TIERS,
     RESULTS,
     SHARDS,
     STATEMENT,
@@ -141,9 +141,9 @@ def open_package(folder: Path) -> OpenedPackage:
     except ValueError as exc:
         problems.append(_invalid(CERTIFICATION, f"field claim.feature_level: {exc}"))
     tier = claim.get("tier")
-    if tier not in CERTIFICATION_TIERS:
-        problems.append(_invalid(CERTIFICATION, f"field claim.tier: {tier!r} is not a certification tier "
-                                                f"({', '.join(CERTIFICATION_TIERS)})"))
+    if tier not in PACKAGE_TIERS:
+        problems.append(_invalid(CERTIFICATION, f"field claim.tier: {tier!r} is not a tier a package can hold "
+                                                f"({', '.join(PACKAGE_TIERS)})"))
     else:
         opened.tier = tier
     opened.custom_suite = suite.get("custom_root") is True
@@ -213,7 +213,8 @@ class _Check:
         waivers = self.check_waivers(run, granted)
         self.check_shards(run)
         self.check_derived(run, raw, waivers)
-        verdict = certification_verdict(run, self.level)
+        assert self.opened.tier is not None
+        verdict = certification_verdict(run, self.level, self.opened.tier)
         self.verification.verdict = verdict
         recorded = self.document.get("verdict")
         if recorded != verdict.to_json():

@@ -14,7 +14,8 @@ waivers:
 
 A device entry matches on the backend's handshake: `backend` (its name), `adapter` (a shell-style pattern on the
 adapter name, case-insensitive), `vendor_id` and `device_id` (the PCI ids a harness reports as
-`adapter_vendor_device: "VVVV:DDDD"`, hex), `driver_version` (a pattern on the driver version). A waived case
+`adapter_vendor_device: "VVVV:DDDD"`, hex), `driver_version` (a pattern on the driver version), `api` (a pattern
+on the API the harness names, e.g. "DirectML 1.15.*"). A waived case
 still runs; when it does not match and a waiver covers it on this device, it is WAIVED. A waiver is never a
 match: the certification says it holds *with* waivers and lists them.
 """
@@ -38,7 +39,7 @@ from dmlconform.verdicts import effective_status
 
 WAIVERS_FORMAT = "dmlconform-waivers/v1"
 MAX_WAIVERS_BYTES = 1 << 20
-_DEVICE_KEYS = ("backend", "adapter", "vendor_id", "device_id", "driver_version")
+_DEVICE_KEYS = ("backend", "adapter", "vendor_id", "device_id", "driver_version", "api")
 _WAIVER_KEYS = ("id", "cases", "devices", "reason", "granted_by", "date")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+\-]{0,99}")
 
@@ -52,6 +53,7 @@ class DeviceIdentity:
     driver_version: str
     vendor_id: int | None = None
     device_id: int | None = None
+    api: str = ""
 
     @classmethod
     def of(cls, info: BackendInfo) -> DeviceIdentity:
@@ -59,12 +61,14 @@ class DeviceIdentity:
         ids = info.extra.get("adapter_vendor_device", "")
         if re.fullmatch(r"[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{1,8}", ids):
             vendor, device = (int(part, 16) for part in ids.split(":"))
-        return cls(info.name, info.device, info.extra.get("driver_version", ""), vendor, device)
+        return cls(info.name, info.device, info.extra.get("driver_version", ""), vendor, device,
+                   info.extra.get("api", ""))
 
     def describe(self) -> str:
         ids = "" if self.vendor_id is None else f", PCI {self.vendor_id:04X}:{self.device_id or 0:04X}"
         driver = f", driver {self.driver_version}" if self.driver_version else ""
-        return f"backend {self.backend}, adapter {self.adapter!r}{ids}{driver}"
+        api = f", {self.api}" if self.api else ""
+        return f"backend {self.backend}, adapter {self.adapter!r}{ids}{driver}{api}"
 
 
 @dataclass(frozen=True)
@@ -76,17 +80,19 @@ class DevicePattern:
     vendor_id: int | None = None
     device_id: int | None = None
     driver_version: str | None = None
+    api: str | None = None
 
     def matches(self, device: DeviceIdentity) -> bool:
         return ((self.backend is None or self.backend == device.backend)
                 and (self.adapter is None or fnmatch.fnmatchcase(device.adapter.lower(), self.adapter.lower()))
                 and (self.vendor_id is None or self.vendor_id == device.vendor_id)
                 and (self.device_id is None or self.device_id == device.device_id)
-                and (self.driver_version is None or fnmatch.fnmatchcase(device.driver_version, self.driver_version)))
+                and (self.driver_version is None or fnmatch.fnmatchcase(device.driver_version, self.driver_version))
+                and (self.api is None or fnmatch.fnmatchcase(device.api.lower(), self.api.lower())))
 
     def to_json(self) -> dict[str, Any]:
         fields = {"backend": self.backend, "adapter": self.adapter, "driver_version": self.driver_version,
-                  "vendor_id": None if self.vendor_id is None else f"0x{self.vendor_id:04X}",
+                  "api": self.api, "vendor_id": None if self.vendor_id is None else f"0x{self.vendor_id:04X}",
                   "device_id": None if self.device_id is None else f"0x{self.device_id:04X}"}
         return {key: value for key, value in fields.items() if value is not None}
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dmlconform.certification import CERTIFICATION_TIERS
+from dmlconform.certification import PACKAGE_TIERS
 from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, make_console
 
 if TYPE_CHECKING:
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
               help="The package folder to write (new, or empty).")
 @click.option("--level", "level_text", metavar="L", help="The DirectML feature level claimed, e.g. 6_4: every case "
               "required at it or below must match (or be waived).")
-@click.option("--tier", "tier_name", default="standard", show_default=True, type=click.Choice(CERTIFICATION_TIERS),
-              help="The suite: the committed standard tier, or full (generated on first use).")
+@click.option("--tier", "tier_name", default="standard", show_default=True, type=click.Choice(PACKAGE_TIERS),
+              help="The suite: the committed standard tier, or full (generated on first use); smoke makes a "
+                   "rehearsal package in minutes, never a certification.")
 @click.option("--backend", "backend_name", help="The backend driving the device: native (a harness), onnxruntime, "
               "torch, numpy.")
 @click.option("--harness", metavar="'CMD ARGS'", help="Native harness command line (native backend).")
@@ -175,7 +176,7 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
 
     if shard is not None:
         return EXIT_OK if all(r.status.acceptable for r in run.results) else EXIT_FAILED
-    return EXIT_OK if certification_verdict(run, level).certified else EXIT_FAILED
+    return EXIT_OK if certification_verdict(run, level, tier_name).certified else EXIT_FAILED
 
 
 def _harness_paths(harness: str | None, extra: tuple[Path, ...]) -> list[Path]:
@@ -217,7 +218,7 @@ def _package(output: Path, run: RunResult, parts: PackageParts, console: Console
         document, digest = write_package(output, run, parts)
     except (OSError, ValueError) as exc:
         fail(f"-o {output}: cannot write the package: {exc}")
-    verdict = certification_verdict(run, parts.claim.level)
+    verdict = certification_verdict(run, parts.claim.level, parts.claim.tier)
     assert document["verdict"]["certified"] == verdict.certified
     click.echo(f"package written to {output}; package digest (SHA-256 of CHECKSUMS.sha256): {digest}")
 
@@ -225,7 +226,7 @@ def _package(output: Path, run: RunResult, parts: PackageParts, console: Console
 def _verdict_lines(run: RunResult, claim: Claim, console: Console) -> None:
     from dmlconform.certification.verdict import certification_verdict
 
-    verdict = certification_verdict(run, claim.level)
+    verdict = certification_verdict(run, claim.level, claim.tier)
     counts = (f"{verdict.matched}/{verdict.required} required cases matched, {verdict.waived} waived, "
               f"{len(verdict.not_matched)} neither")
     if verdict.certified:
@@ -278,4 +279,4 @@ def _merge(folders: tuple[Path, ...], output: Path, failures_shown: int) -> int:
     _package(output, merged, parts, make_console(), failures_shown)
     from dmlconform.certification.verdict import certification_verdict
 
-    return EXIT_OK if certification_verdict(merged, level).certified else EXIT_FAILED
+    return EXIT_OK if certification_verdict(merged, level, claim.tier).certified else EXIT_FAILED

@@ -53,7 +53,7 @@ def forge(package: Path) -> None:
     run = read_document(package / RESULTS)
     document = json.loads((package / CERTIFICATION).read_text())
     level = FeatureLevel.parse(document["claim"]["feature_level"])
-    document["verdict"] = certification_verdict(run, level).to_json()
+    document["verdict"] = certification_verdict(run, level, document["claim"]["tier"]).to_json()
     waivers = None
     if (package / WAIVERS).is_file():
         waivers = parse_waivers((package / WAIVERS).read_bytes(), WAIVERS)

@@ -20,7 +20,7 @@ waivers:
     cases: [resample_grad1.edge/fp16-sum-overflows, 'max_pooling_grad\\.standard/.*float16.*']
     devices:
       - {vendor_id: 0x10DE, device_id: "2330", driver_version: "31.0.*"}
-      - {adapter: "llvmpipe*"}
+      - {adapter: "llvmpipe*", api: "DirectML 1.15.*"}
     reason: the driver rounds fp16 sums its own way
     granted_by: certification board, ticket 12
     date: 2025-06-01
@@ -28,7 +28,8 @@ waivers:
 H100 = BackendInfo("native", "dml_harness 1.0", "NVIDIA H100 80GB HBM3", FeatureLevel.parse("6_4"),
                    extra={"adapter_vendor_device": "10DE:2330", "driver_version": "31.0.15.5222"})
 LAVAPIPE = BackendInfo("native", "dml_harness 1.0", "LLVMpipe (LLVM 19.1.7, 256 bits)", FeatureLevel.parse("6_4"),
-                       extra={"adapter_vendor_device": "10005:0000", "driver_version": "0.0.1"})
+                       extra={"adapter_vendor_device": "10005:0000", "driver_version": "0.0.1",
+                              "api": "DirectML 1.15.4"})
 OTHER = BackendInfo("native", "dml_harness 1.0", "AMD Radeon", FeatureLevel.parse("6_4"),
                     extra={"adapter_vendor_device": "1002:744C", "driver_version": "31.0.1"})
 
@@ -43,6 +44,8 @@ def test_a_good_file_reads_and_matches_its_devices_only() -> None:
     assert not waiver.covers("resample_grad1.edge/fp16-sum-overflows-2")  # a regex matches the whole id
     assert waiver.applies_to(DeviceIdentity.of(H100))
     assert waiver.applies_to(DeviceIdentity.of(LAVAPIPE))  # the adapter pattern, case-insensitive
+    older_directml = replace(LAVAPIPE, extra={**LAVAPIPE.extra, "api": "DirectML 1.13.1"})
+    assert not waiver.applies_to(DeviceIdentity.of(older_directml))
     assert not waiver.applies_to(DeviceIdentity.of(OTHER))
     older_driver = replace(H100, extra={**H100.extra, "driver_version": "30.0.1"})
     assert not waiver.applies_to(DeviceIdentity.of(older_driver))  # every field of an entry must match
@@ -63,11 +66,11 @@ def test_a_good_file_reads_and_matches_its_devices_only() -> None:
      "w.yaml: waiver DMLC-W-1: field cases[1]: '(' is not a regular expression"),
     (GOOD.replace(b"device_id: \"2330\"", b"device_id: nvidia"),
      "w.yaml: waiver DMLC-W-1: field devices[0].device_id: 'nvidia' is not a PCI id"),
-    (GOOD.replace(b"{adapter: \"llvmpipe*\"}", b"{gpu: yes}"),
+    (GOOD.replace(b"{adapter: \"llvmpipe*\", api: \"DirectML 1.15.*\"}", b"{gpu: yes}"),
      "w.yaml: waiver DMLC-W-1: field devices[1].gpu: is not a device field"),
-    (GOOD.replace(b"{adapter: \"llvmpipe*\"}", b"{}"), "w.yaml: waiver DMLC-W-1: field devices[1]: must be a mapping"),
+    (GOOD.replace(b"{adapter: \"llvmpipe*\", api: \"DirectML 1.15.*\"}", b"{}"), "w.yaml: waiver DMLC-W-1: field devices[1]: must be a mapping"),
     (GOOD.replace(b"    devices:\n      - {vendor_id: 0x10DE, device_id: \"2330\", driver_version: \"31.0.*\"}\n"
-                  b"      - {adapter: \"llvmpipe*\"}\n", b"    devices: []\n"),
+                  b"      - {adapter: \"llvmpipe*\", api: \"DirectML 1.15.*\"}\n", b"    devices: []\n"),
      "w.yaml: waiver DMLC-W-1: field devices: must be a non-empty list: a waiver is granted for devices, never for all"),
     (GOOD.replace(b"id: DMLC-W-1", b"id: 'a b'"), "w.yaml: waiver a b: field id: 'a b': an id is letters"),
     (GOOD + GOOD[GOOD.index(b"  - id"):], "w.yaml: waivers[1]: field id: 'DMLC-W-1' is used by two waivers"),
