@@ -44,7 +44,7 @@ from dmlconform.certification import (
 )
 from dmlconform.certification.checksums import check_checksums, file_sha256
 from dmlconform.certification.environment import ENVIRONMENT_FORMAT, tool_record
-from dmlconform.certification.manifest import manifest_differences
+from dmlconform.certification.manifest import MANIFEST_FORMAT, manifest_differences
 from dmlconform.certification.package import MAX_JSON_BYTES, read_json_file
 from dmlconform.certification.statement import render_statement
 from dmlconform.certification.verdict import CertificationVerdict, certification_verdict
@@ -249,9 +249,11 @@ class _Check:
         manifest = self.read_json(MANIFEST)
         if not isinstance(manifest, dict):
             return
+        if manifest.get("format") != MANIFEST_FORMAT:
+            self.fail(MANIFEST, f"field format: is {manifest.get('format')!r}, not {MANIFEST_FORMAT!r}")
         files = manifest.get("files")
-        if not isinstance(files, dict):
-            self.fail(MANIFEST, "field files: missing")
+        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+            self.fail(MANIFEST, "field files: missing, or not a mapping of file to SHA-256")
             return
         if manifest.get("tier") != self.opened.tier:
             self.fail(MANIFEST, f"field tier: is {manifest.get('tier')!r}, the claim says {self.opened.tier!r}")
@@ -280,8 +282,9 @@ class _Check:
         if environment.get("backend") != backend:
             field_name = first_difference(environment.get("backend"), backend) or ""
             self.fail(ENVIRONMENT, f"field backend.{field_name}: is not the backend results.json names")
-        if environment.get("tool") != self.document.get("tool"):
-            self.fail(ENVIRONMENT, "field tool: is not the tool certification.json names")
+        for key in ("tool", "harness_files"):
+            if environment.get(key) != self.document.get(key):
+                self.fail(ENVIRONMENT, f"field {key}: is not what certification.json names")
 
     # -- the run --------------------------------------------------------------------------------------------
     def check_run(self, run: RunResult, raw: dict[str, Any]) -> None:
@@ -508,7 +511,10 @@ class _Check:
 
     # -- shards ---------------------------------------------------------------------------------------------
     def check_shards(self, run: RunResult) -> None:
-        records = self.document.get("shards") or []
+        records = self.document.get("shards")
+        if not isinstance(records, list):
+            self.fail(CERTIFICATION, f"field shards: is {json.dumps(records)[:40]}, not a list")
+            return
         if not records:
             if run.shards or (self.folder / SHARDS).exists():
                 self.fail(CERTIFICATION, "field shards: empty, but results.json says the run was merged from shards")

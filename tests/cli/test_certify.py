@@ -426,3 +426,35 @@ def test_the_standard_tier_certifies_the_reference_end_to_end(tmp_path: Path) ->
     assert "VALID: conformant at 6_4 on cpu (reference) (standard tier, 1732 cases re-judged" in done.output
     document = json.loads((package / CERTIFICATION).read_text())
     assert document["suite"]["cases"] == 1732 and document["verdict"]["matched"] == 1732
+
+
+def test_fields_of_the_wrong_kind_are_problems_never_a_traceback(numpy_package: Path, suite_root: Path,
+                                                                 tmp_path: Path) -> None:
+    from dmlconform.certification.manifest import suite_files
+    from dmlconform.certification.verify import Shipped, open_package, verify_package
+    from dmlconform.cli.common import load_cases, suite_roots
+
+    shipped = Shipped(load_cases((suite_root,), None, "standard"), suite_files(suite_roots("standard", suite_root)),
+                      "the stand-in")
+    document = json.loads((numpy_package / CERTIFICATION).read_text())
+    manifest = json.loads((numpy_package / "suite-manifest.json").read_text())
+    targets = [(CERTIFICATION, document, key) for key in document] + [
+        ("suite-manifest.json", manifest, key) for key in manifest] + [
+        ("suite-manifest.json", manifest["files"], next(iter(manifest["files"])))]
+    damaged = copy_package(numpy_package, tmp_path)
+    for name, container, key in targets:
+        for value in (None, 7, {"x": 1}):
+            if value == container[key]:
+                continue
+            original = container[key]
+            container[key] = value
+            (damaged / name).write_text(json.dumps(document if name == CERTIFICATION else manifest))
+            container[key] = original
+            reseal(damaged)
+            opened = open_package(damaged)
+            if opened.document is None or opened.level is None or opened.tier is None:
+                assert opened.problems, (name, key, value)
+                continue
+            verification = verify_package(opened, shipped)
+            assert verification.problems or (name, key) in {(CERTIFICATION, "created"), (CERTIFICATION, "command")}, (
+                name, key, value)
