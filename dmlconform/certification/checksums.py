@@ -67,6 +67,28 @@ def write_checksums(folder: Path) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def parse_checksums(raw: bytes, name: str) -> tuple[dict[str, str], list[Problem]]:
+    """Path -> SHA-256 of a checksum list's lines, and a problem per line that is not one (a path that could
+    leave the folder is not one)."""
+    problems: list[Problem] = []
+    listed: dict[str, str] = {}
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError:
+        return {}, [Problem(ProblemKind.INVALID, name, "is not ASCII text")]
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _LINE.fullmatch(line)
+        parts = match.group(2).split("/") if match else []
+        where = f"{name}: line {number}"
+        if match is None or any(part in (".", "..") for part in parts):
+            problems.append(Problem(ProblemKind.INVALID, where, "is not '<sha256>  <path inside the package>'"))
+        elif match.group(2) in listed or match.group(2) == CHECKSUMS:
+            problems.append(Problem(ProblemKind.INVALID, where, f"lists {match.group(2)} again"))
+        else:
+            listed[match.group(2)] = match.group(1)
+    return listed, problems
+
+
 def check_checksums(folder: Path) -> tuple[list[Problem], set[str], str | None]:
     """Every listed file present and matching, nothing unlisted: the problems, the files that matched (the only
     ones the other checks may trust), and the package digest (None without a readable list)."""
@@ -84,21 +106,7 @@ def check_checksums(folder: Path) -> tuple[list[Problem], set[str], str | None]:
     except OSError as exc:
         return [invalid(CHECKSUMS, f"cannot be read ({exc.strerror or exc})")], set(), None
     digest = hashlib.sha256(raw).hexdigest()
-    problems: list[Problem] = []
-    listed: dict[str, str] = {}
-    try:
-        text = raw.decode("ascii")
-    except UnicodeDecodeError:
-        return [invalid(CHECKSUMS, "is not ASCII text")], set(), digest
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = _LINE.fullmatch(line)
-        parts = match.group(2).split("/") if match else []
-        if match is None or any(part in (".", "..") for part in parts):
-            problems.append(invalid(f"{CHECKSUMS}: line {number}", "is not '<sha256>  <path inside the package>'"))
-        elif match.group(2) in listed or match.group(2) == CHECKSUMS:
-            problems.append(invalid(f"{CHECKSUMS}: line {number}", f"lists {match.group(2)} again"))
-        else:
-            listed[match.group(2)] = match.group(1)
+    listed, problems = parse_checksums(raw, CHECKSUMS)
     present, odd = package_files(folder)
     problems += [invalid(relative, "is not a regular file (a link or a device); a package holds only files")
                  for relative in odd]

@@ -26,7 +26,7 @@ def render_statement(document: dict[str, Any], run: RunResult) -> str:
         lines.append("Verdict:  DOES NOT HOLD")
         lines += [f"          - {reason}" for reason in verdict["reasons"]]
     lines += ["", "Device (the backend's handshake)"]
-    for label, key in (("adapter", "adapter"), ("PCI vendor:device", "adapter_vendor_device"),
+    for label, key in (("adapter", "device"), ("PCI vendor:device", "adapter_vendor_device"),
                        ("driver version", "driver_version"), ("API", "api"), ("backend", "name"),
                        ("backend version", "version")):
         if device.get(key):

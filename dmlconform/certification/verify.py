@@ -42,7 +42,7 @@ from dmlconform.certification import (
     Problem,
     ProblemKind,
 )
-from dmlconform.certification.checksums import check_checksums, file_sha256
+from dmlconform.certification.checksums import check_checksums, file_sha256, parse_checksums
 from dmlconform.certification.environment import ENVIRONMENT_FORMAT, tool_record
 from dmlconform.certification.manifest import MANIFEST_FORMAT, manifest_differences
 from dmlconform.certification.package import MAX_JSON_BYTES, read_json_file
@@ -109,7 +109,7 @@ class Verification:
     problems: list[Problem] = field(default_factory=list)
     run: RunResult | None = None
     verdict: CertificationVerdict | None = None
-    #: Where each case's outputs were read from (case id -> output name -> array), for a spot-check.
+    #: The outputs of the cases asked for (case id -> output name -> array), as read and judged, for a spot-check.
     outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
     def worst(self) -> ProblemKind | None:
@@ -151,9 +151,10 @@ def open_package(folder: Path) -> OpenedPackage:
 
 
 def verify_package(opened: OpenedPackage, shipped: Shipped, granted: WaiverFile | None = None,
-                   digest: str | None = None) -> Verification:
-    """Every check after the first look. `shipped` is this dmlconform's suite for the claimed tier."""
-    check = _Check(opened, shipped)
+                   digest: str | None = None, keep_outputs: frozenset[str] = frozenset()) -> Verification:
+    """Every check after the first look. `shipped` is this dmlconform's suite for the claimed tier; the outputs of
+    the cases in `keep_outputs` stay in the verification (for a spot-check)."""
+    check = _Check(opened, shipped, keep_outputs)
     check.run_all(granted, digest)
     return check.verification
 
@@ -177,8 +178,8 @@ def _read_json(folder: Path, name: str, problems: list[Problem]) -> object:
 
 
 class _Check:
-    def __init__(self, opened: OpenedPackage, shipped: Shipped) -> None:
-        self.opened, self.shipped = opened, shipped
+    def __init__(self, opened: OpenedPackage, shipped: Shipped, keep_outputs: frozenset[str]) -> None:
+        self.opened, self.shipped, self.keep_outputs = opened, shipped, keep_outputs
         self.folder = opened.folder
         self.verification = Verification(opened.problems)
         assert opened.document is not None and opened.level is not None
@@ -387,7 +388,7 @@ class _Check:
                 self.fail(where, f"field {name}: is {getattr(result, name)!r} in results.json, but {source} "
                                  f"re-judge to {getattr(fresh, name)!r}")
         self.check_overlay(result, fresh, where)
-        if outputs:
+        if outputs and result.id in self.keep_outputs:
             self.verification.outputs[result.id] = outputs
 
     def check_overlay(self, result: CaseResult, fresh: CaseResult, where: str) -> None:
@@ -549,8 +550,8 @@ class _Check:
         if hashlib.sha256(raw).hexdigest() != record.get("checksums_sha256"):
             self.fail(f"{base}/{CHECKSUMS}", f"is not the checksum list of shard {index} that certification.json "
                                              "names")
-        listed = dict(reversed(line.split("  ", 1)) for line in raw.decode("ascii", "replace").splitlines()
-                      if "  " in line)
+        listed, problems = parse_checksums(raw, f"{base}/{CHECKSUMS}")
+        self.verification.problems += problems
         for relative, digest in listed.items():
             own = self.folder / base / relative
             if relative.startswith(f"{OUTPUTS}/"):
@@ -558,7 +559,7 @@ class _Check:
             elif not own.is_file():
                 continue  # a shard file a merged package does not keep (its report, JUnit, statement)
             try:
-                same = own.is_file() and file_sha256(own) == digest
+                same = own.is_file() and not own.is_symlink() and file_sha256(own) == digest
             except OSError:
                 same = False
             if not same:

@@ -53,6 +53,7 @@ def verify(package: Path, granted_path: Path | None, digest: str | None, rerun_c
     spot-check came out otherwise on this unit. One line per problem."""
     from dmlconform.backends.base import BackendOptions
     from dmlconform.certification import CertificationError, ProblemKind
+    from dmlconform.certification.spot_check import sample
     from dmlconform.certification.verify import looks_like_package, open_package, verify_package
     from dmlconform.certification.waivers import load_waivers
 
@@ -72,12 +73,14 @@ def verify(package: Path, granted_path: Path | None, digest: str | None, rerun_c
         click.echo(f"dmlconform verify: {package}: INVALID: its claim cannot be read")
         sys.exit(EXIT_INVALID)
     shipped = _shipped(opened, suite_root)
-    verification = verify_package(opened, shipped, granted, digest)
-    if rerun_count is not None and verification.worst() in (None, ProblemKind.CLAIM):
+    seed = secrets.randbelow(1 << 31) if seed is None else seed
+    chosen = sample([case.full_id for case in shipped.cases], rerun_count, seed) if rerun_count else []
+    verification = verify_package(opened, shipped, granted, digest, frozenset(chosen))
+    if chosen and verification.worst() in (None, ProblemKind.CLAIM):
         assert backend_name is not None
         _spot_check(verification, shipped, backend_name,
                     BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device),
-                    rerun_count, secrets.randbelow(1 << 31) if seed is None else seed, opened)
+                    chosen, seed, opened)
     _report(package, verification.problems, show_all)
     sys.exit(_summary(package, opened, verification))
 
@@ -103,9 +106,9 @@ def _shipped(opened: OpenedPackage, suite_root: Path | None) -> Shipped:
 
 
 def _spot_check(verification: Verification, shipped: Shipped, backend_name: str, options: BackendOptions,
-                count: int, seed: int, opened: OpenedPackage) -> None:
+                chosen: list[str], seed: int, opened: OpenedPackage) -> None:
     from dmlconform.backends import create_backend
-    from dmlconform.certification.spot_check import compare, device_note, sample, spot_check_problems
+    from dmlconform.certification.spot_check import compare, device_note, spot_check_problems
     from dmlconform.certification.waivers import DeviceIdentity
     from dmlconform.runner import KeepOutputs, run_case
 
@@ -117,7 +120,6 @@ def _spot_check(verification: Verification, shipped: Shipped, backend_name: str,
         fail(f"--backend {backend_name}: cannot create it: {exc.args[0] if exc.args else exc}")
     recorded = {r.id: r for r in run.results}
     cases = {case.full_id: case for case in shipped.cases}
-    chosen = sample([r.id for r in run.results], count, seed)
     click.echo(f"dmlconform verify: spot-check: {len(chosen)} case(s) again on {backend_name} (--seed {seed})")
     try:
         note = device_note(DeviceIdentity.of(run.backend), DeviceIdentity.of(backend.info()))

@@ -9,6 +9,7 @@ catches the edit is the check under test."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -292,6 +293,17 @@ def test_shards_merged_are_valid_and_a_missing_shard_is_caught(suite_root: Path,
     lines = problems(verify(forged, suite_root))
     assert "certification.json: field shards: shard 2/3 missing: its cases are not in the package" in "\n".join(lines)
     assert sum(": missing: dmlconform" in line for line in lines) == len(shard_ids)
+
+    # A shard's checksum list naming a file outside the package is a problem, not a file read.
+    outside = copy_package(tmp_path / "merged", tmp_path / "outside")
+    listing = outside / "shards" / "1" / "CHECKSUMS.sha256"
+    listing.write_text(listing.read_text() + "0" * 64 + "  ../../../../etc/passwd\n")
+    digest = hashlib.sha256(listing.read_bytes()).hexdigest()
+    edit_certification(outside, lambda d: d["shards"][0].update(checksums_sha256=digest))
+    forge(outside)
+    lines = problems(verify(outside, suite_root))
+    assert any(line.endswith("shards/1/CHECKSUMS.sha256: line " + str(len(listing.read_text().splitlines()))
+                             + ": is not '<sha256>  <path inside the package>'") for line in lines), lines
 
 
 def test_merge_refuses_shards_of_different_runs(suite_root: Path, tmp_path: Path) -> None:
