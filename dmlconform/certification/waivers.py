@@ -141,13 +141,17 @@ class WaiverFile:
 
 # -- reading ------------------------------------------------------------------------------------------------
 def load_waivers(path: Path) -> WaiverFile:
+    return parse_waivers(read_waiver_bytes(path), str(path))
+
+
+def read_waiver_bytes(path: Path) -> bytes:
+    """A waiver file's bytes, bounded; CertificationError if it cannot be read."""
     try:
         if path.stat().st_size > MAX_WAIVERS_BYTES:
             raise CertificationError(path, f"is larger than {MAX_WAIVERS_BYTES >> 10} KiB; not read")
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise CertificationError(path, f"cannot be read ({exc.strerror or exc})") from None
-    return parse_waivers(raw, str(path))
 
 
 def parse_waivers(raw: bytes, name: str) -> WaiverFile:

@@ -101,13 +101,14 @@ def _fresh_folder(output: Path) -> None:
 
 def _load_waivers(path: Path | None) -> tuple[WaiverFile | None, bytes | None]:
     from dmlconform.certification import CertificationError
-    from dmlconform.certification.waivers import load_waivers
+    from dmlconform.certification.waivers import parse_waivers, read_waiver_bytes
 
     if path is None:
         return None, None
     try:
-        return load_waivers(path), path.read_bytes()
-    except (CertificationError, OSError) as exc:
+        raw = read_waiver_bytes(path)  # read once: the package holds exactly the bytes that were applied
+        return parse_waivers(raw, str(path)), raw
+    except CertificationError as exc:
         fail(str(exc))
 
 
@@ -149,6 +150,8 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     for path in harness_files:
         if not path.is_file():
             fail(f"--harness-file {path}: no such file")
+    # Digested before the run: the files that were started, not whatever is there afterwards.
+    files = file_digests(_harness_paths(harness, harness_files)) if backend_name == "native" else {}
     _fresh_folder(output)
     options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device)
     request = RunRequest((suite_root,) if suite_root else (), backend_name, options, level, None, tier_name, jobs,
@@ -159,7 +162,6 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     device_identity = DeviceIdentity.of(run.backend)
     if waivers is not None:
         apply_waivers(run.results, waivers, device_identity)
-    files = file_digests(_harness_paths(harness, harness_files)) if backend_name == "native" else {}
     command = _command([("--level", level_text), ("--tier", tier_name), ("--backend", backend_name),
                         ("--harness", harness), ("--harness-file", harness_files), ("--timeout", timeout_s),
                         ("--ep", ep if backend_name == "onnxruntime" else None),
@@ -174,9 +176,10 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
         return stop.exit_status
     from dmlconform.certification.verdict import certification_verdict
 
-    if shard is not None:
-        return EXIT_OK if all(r.status.acceptable for r in run.results) else EXIT_FAILED
-    return EXIT_OK if certification_verdict(run, level, tier_name).certified else EXIT_FAILED
+    verdict = certification_verdict(run, level, tier_name)
+    if shard is not None:  # a shard cannot hold the claim alone: it is good when nothing in it stands against it
+        return EXIT_OK if not verdict.not_matched and not run.interrupted else EXIT_FAILED
+    return EXIT_OK if verdict.certified else EXIT_FAILED
 
 
 def _harness_paths(harness: str | None, extra: tuple[Path, ...]) -> list[Path]:
