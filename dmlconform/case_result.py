@@ -28,6 +28,9 @@ class Status(Enum):
     SKIPPED = "SKIPPED"
     #: The run stopped (interrupt, missing shard) before this case ran; `--resume` runs it.
     NOT_RUN = "NOT_RUN"
+    #: Certification only: a required case that did not match, covered by a waiver granted for this device
+    #: (`outcome` holds what it came to). A v1 result document writes it as that status with `waiver` beside it.
+    WAIVED = "WAIVED"
 
     @property
     def matched(self) -> bool:
@@ -38,7 +41,7 @@ class Status(Enum):
     def acceptable(self) -> bool:
         """Does not make the run fail."""
         return self in (Status.PASS, Status.INVALID_OK, Status.NOT_REQUIRED, Status.EXPECTED_FAIL,
-                        Status.FLAKE, Status.SKIPPED)
+                        Status.FLAKE, Status.SKIPPED, Status.WAIVED)
 
     @property
     def failure(self) -> bool:
@@ -58,6 +61,16 @@ class MovedElement:
     index: tuple[int, ...]
     #: The element's value in each repeat, as text with its bit pattern.
     values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AppliedWaiver:
+    """The waiver that covers a case in a certification (dmlconform.certification.waivers has the whole one)."""
+
+    id: str
+    reason: str
+    granted_by: str
+    date: str
 
 
 @dataclass
@@ -104,6 +117,8 @@ class CaseResult:
     #: Output name -> .npy file of what the backend returned (`run --artifacts`), as written in the result:
     #: relative to the folder of the JSON result, or absolute.
     artifacts: dict[str, str] = field(default_factory=dict)
+    #: Certification: the waiver this case's failure is covered by (status WAIVED).
+    waiver: AppliedWaiver | None = None
     #: What the backend returned, carried from the worker to the parent only while artifacts are being kept;
     #: never written to a result.
     actual_outputs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -16,6 +16,8 @@ class LevelVerdict:
     claimed: bool  # at or below the level the run targets
     #: Required cases that did not match but are listed in the baseline (EXPECTED_FAIL): still not matches.
     known_failures: int = 0
+    #: Required cases that did not match but are covered by a certification waiver (WAIVED): not matches either.
+    waived: int = 0
 
     @property
     def failing(self) -> int:
@@ -28,7 +30,7 @@ class LevelVerdict:
 
 def effective_status(result: CaseResult) -> Status:
     """What the case came to, whether or not it was required at the run's level and whatever the CI overlay
-    (EXPECTED_FAIL, UNEXPECTED_PASS, FLAKE) made of it."""
+    (EXPECTED_FAIL, UNEXPECTED_PASS, FLAKE) or a certification waiver (WAIVED) made of it."""
     return result.outcome if result.outcome is not None else result.status
 
 
@@ -37,16 +39,17 @@ def level_verdicts(results: list[CaseResult], target: FeatureLevel) -> list[Leve
     levels in order."""
     tallies: dict[FeatureLevel, list[int]] = {}
     for r in results:
-        tally = tallies.setdefault(r.required_level, [0, 0, 0])
+        tally = tallies.setdefault(r.required_level, [0, 0, 0, 0])
         tally[0] += 1
-        # A known failure is known, not conformant: it never counts as a match.
+        # A known failure is known, not conformant: it never counts as a match; nor does a waived one.
         tally[1] += effective_status(r).matched
         tally[2] += r.status is Status.EXPECTED_FAIL
-    verdicts, required, matched, known = [], 0, 0, 0
+        tally[3] += r.status is Status.WAIVED
+    verdicts, sums = [], [0, 0, 0, 0]
     for level in sorted(FeatureLevel, key=lambda level: level.value):
-        own = tallies.get(level, (0, 0, 0))
-        required, matched, known = required + own[0], matched + own[1], known + own[2]
-        verdicts.append(LevelVerdict(level, required, matched, level <= target, known))
+        sums = [total + own for total, own in zip(sums, tallies.get(level, (0, 0, 0, 0)), strict=True)]
+        required, matched, known, waived = sums
+        verdicts.append(LevelVerdict(level, required, matched, level <= target, known, waived))
     return verdicts
 
 

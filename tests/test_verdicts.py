@@ -16,7 +16,8 @@ def by_definition(results: list[CaseResult], target: FeatureLevel) -> list[Level
     return [LevelVerdict(level, sum(1 for r in results if r.required_level <= level),
                          sum(1 for r in results if r.required_level <= level and effective_status(r).matched),
                          level <= target,
-                         sum(1 for r in results if r.required_level <= level and r.status is Status.EXPECTED_FAIL))
+                         sum(1 for r in results if r.required_level <= level and r.status is Status.EXPECTED_FAIL),
+                         sum(1 for r in results if r.required_level <= level and r.status is Status.WAIVED))
             for level in FeatureLevel]
 
 
@@ -56,5 +57,5 @@ def test_the_comparison_with_the_definition_can_fail() -> None:
     """A plausible bug, counting each level's own cases only, differs from the definition."""
     results = [*random_results(3), CaseResult("x", "RELU_GRAD", "FLOAT32", 4, FeatureLevel.L1_0, Status.PASS)]
     own_level_only = [LevelVerdict(v.level, sum(1 for r in results if r.required_level is v.level), v.matched,
-                                   v.claimed, v.known_failures) for v in level_verdicts(results, FeatureLevel.L6_4)]
+                                   v.claimed, v.known_failures, v.waived) for v in level_verdicts(results, FeatureLevel.L6_4)]
     assert own_level_only != by_definition(results, FeatureLevel.L6_4)

@@ -1,11 +1,13 @@
 """The `dmlconform` command line: one module per command (run, merge, crosscheck, list/ops/backends, diff,
-show, repro, report, generate, coverage)."""
+show, repro, report, generate, coverage, certify, verify); `common` and `execution` (the run engine of run and
+certify) are shared."""
 
 from __future__ import annotations
 
 import click
 
 from dmlconform import __version__
+from dmlconform.cli.certify import certify
 from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, bundled_suites
 from dmlconform.cli.coverage import coverage
 from dmlconform.cli.crosscheck import crosscheck
@@ -17,6 +19,7 @@ from dmlconform.cli.report import report
 from dmlconform.cli.repro import repro
 from dmlconform.cli.run import run
 from dmlconform.cli.show import show
+from dmlconform.cli.verify import verify
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "bundled_suites", "main"]
 
@@ -28,5 +31,5 @@ def main() -> None:
 
 
 for _command in (run, merge, crosscheck, list_cases, ops, backends, diff, show, repro, report, generate,
-                 coverage):
+                 coverage, certify, verify):
     main.add_command(_command)

@@ -27,6 +27,18 @@ def bundled_suites() -> Path:
     return packaged if packaged.is_dir() else package.parent / "test_vectors"
 
 
+def suite_roots(tier_name: str, suite_root: Path | None) -> list[tuple[str, Path]]:
+    """The folders whose files make up the tier's suite, by the label the manifest gives them."""
+    if suite_root is not None:
+        return [("test_vectors", suite_root)]
+    roots = [("test_vectors", bundled_suites())]
+    if tier_name == "full":
+        from dmlconform.generation.cache import full_tier_folder
+
+        roots.append(("full", full_tier_folder()))
+    return roots
+
+
 def make_console(stderr: bool = False) -> Console:
     from rich.console import Console
 

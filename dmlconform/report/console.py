@@ -92,11 +92,16 @@ def _verdict_lines(run: RunResult, levels: list[FeatureLevel], console: Console)
         if verdict.known_failures and verdict.known_failures == verdict.failing:
             # A baseline makes a run green, never a level conformant.
             answer = f"[bold yellow]no, only with {verdict.known_failures} known failure(s)[/]"
+        elif verdict.waived and verdict.waived == verdict.failing:
+            # A waiver is granted for a certification; the case still did not match.
+            answer = f"[bold yellow]no, only with {verdict.waived} waived case(s)[/]"
         detail = f"{verdict.matched}/{verdict.required} required cases matched"
         if verdict.failing:
             detail += f", {verdict.failing} not"
         if verdict.known_failures:
             detail += f", {verdict.known_failures} of them EXPECTED_FAIL"
+        if verdict.waived:
+            detail += f", {verdict.waived} of them WAIVED"
         prefix = "" if verdict.claimed else "[dim](not claimed)[/] "
         console.print(f"{prefix}conformant at {verdict.level}: {answer} ({detail})")
 
@@ -142,6 +147,7 @@ def _ci_overlay(results: list[CaseResult], console: Console, limit: int) -> None
     """Flakes and known failures: listed, because they do not fail the run and must not go unseen."""
     for status, title in ((Status.FLAKE, "flaky (listed, does not fail the run)"),
                           (Status.EXPECTED_FAIL, "known failures from the baseline"),
+                          (Status.WAIVED, "failures covered by a certification waiver"),
                           (Status.SKIPPED, "skipped by a skip list")):
         hits = [r for r in results if r.status is status]
         if not hits:
@@ -149,8 +155,11 @@ def _ci_overlay(results: list[CaseResult], console: Console, limit: int) -> None
         console.print(f"[bold yellow]{len(hits)} {status.value}[/]: {title}")
         for result in hits[:limit]:
             runs = ", ".join(s.value for s in result.attempts)
+            waiver = result.waiver
             console.print(f"  {result.id}" + (f" [dim](runs: {runs})[/]" if status is Status.FLAKE else "") +
-                          (f" [dim]({result.expectation})[/]" if result.expectation else ""))
+                          (f" [dim]({result.expectation})[/]" if result.expectation else "") +
+                          (f" [dim]({result.outcome.value if result.outcome else '?'}; waiver {waiver.id}: "
+                           f"{waiver.reason})[/]" if waiver else ""))
         if len(hits) > limit:
             console.print(f"  ... and {len(hits) - limit} more")
 

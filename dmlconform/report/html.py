@@ -125,7 +125,7 @@ def _status_style(status: Status) -> str:
     if status.matched:
         return "ok"
     if status.acceptable:
-        return "warn" if status in (Status.EXPECTED_FAIL, Status.FLAKE) else ""
+        return "warn" if status in (Status.EXPECTED_FAIL, Status.FLAKE, Status.WAIVED) else ""
     return "bad"
 
 
@@ -135,9 +135,12 @@ def _levels(run: RunResult) -> str:
     for verdict in level_verdicts(run.results, run.target_level):
         if verdict.level not in shown:
             continue
-        kind = "" if verdict.conformant else "known" if verdict.known_failures == verdict.failing else "bad"
-        answer = "conformant" if verdict.conformant else (
-            f"not conformant, {verdict.known_failures} known failure(s)" if kind == "known" else "not conformant")
+        known = verdict.failing and verdict.failing in (verdict.known_failures, verdict.waived)
+        kind = "" if verdict.conformant else "known" if known else "bad"
+        answer = "conformant" if verdict.conformant else "not conformant"
+        if kind == "known":
+            answer += (f", {verdict.known_failures} known failure(s)" if verdict.known_failures
+                       else f", {verdict.waived} waived case(s)")
         claimed = "" if verdict.claimed else " unclaimed"
         note = "" if verdict.claimed else " · not claimed"
         cards.append(f'<div class="level {kind}{claimed}"><b>{escape(verdict.level.label)}</b> {escape(answer)}'
@@ -296,13 +299,21 @@ def _overlay(run: RunResult) -> str:
     parts = []
     for status, title in ((Status.FLAKE, "flaky (does not fail the run)"),
                           (Status.EXPECTED_FAIL, "known failures from the baseline"),
+                          (Status.WAIVED, "failures covered by a certification waiver"),
                           (Status.SKIPPED, "skipped by a skip list")):
         hits = [r for r in run.results if r.status is status]
         if hits:
             items = "".join(f'<li><span class="mono">{escape(r.id)}</span> <span class="dim">'
-                            f"{escape(r.expectation or r.message)}</span></li>" for r in hits[:FAILURES_DRAWN])
+                            f"{escape(_overlay_note(r))}</span></li>" for r in hits[:FAILURES_DRAWN])
             parts.append(f"<h3>{len(hits)} {status.value}: {escape(title)}</h3><ul>{items}</ul>")
     return f'<section id="overlay"><h2>Expectations</h2>{"".join(parts)}</section>' if parts else ""
+
+
+def _overlay_note(result: CaseResult) -> str:
+    if result.waiver is not None:
+        return (f"{result.outcome.value if result.outcome else '?'}; waiver {result.waiver.id}: {result.waiver.reason} "
+                f"(granted by {result.waiver.granted_by}, {result.waiver.date})")
+    return result.expectation or result.message
 
 
 # -- diff -----------------------------------------------------------------------------------------------------

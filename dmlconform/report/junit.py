@@ -6,7 +6,8 @@ and Azure Pipelines read. Mapping:
   the max ULP, the worst index and the worst elements;
 * error: ERROR, CRASH, TIMEOUT (the backend did not produce a judgeable answer);
 * skipped: SKIPPED, NOT_REQUIRED, NOT_SUPPORTED when not required, NOT_RUN, and EXPECTED_FAIL (as pytest
-  reports xfail: a known failure is neither a pass nor news);
+  reports xfail: a known failure is neither a pass nor news) and WAIVED (certification: the message names the
+  waiver and what the case came to);
 * FLAKE: a passing testcase with a Surefire `flakyFailure` naming the runs (GitLab ignores the element).
 """
 
@@ -23,7 +24,8 @@ from dmlconform.verdicts import effective_status
 
 _FAILURE = {Status.FAIL, Status.UNEXPECTED_PASS}
 _ERROR = {Status.ERROR, Status.CRASH, Status.TIMEOUT}
-_SKIP = {Status.NOT_SUPPORTED, Status.NOT_REQUIRED, Status.SKIPPED, Status.NOT_RUN, Status.EXPECTED_FAIL}
+_SKIP = {Status.NOT_SUPPORTED, Status.NOT_REQUIRED, Status.SKIPPED, Status.NOT_RUN, Status.EXPECTED_FAIL,
+         Status.WAIVED}
 # XML 1.0 cannot carry these at all, not even escaped; a harness's stderr quoted in a message may hold them.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -53,7 +55,11 @@ def failure_text(result: CaseResult) -> str:
 def _testcase(suite: ET.Element, result: CaseResult) -> None:
     case = ET.SubElement(suite, "testcase", classname=result.op, name=result.id, time=_seconds(result.duration_s))
     status = result.status
-    message = _text(f"{status.value}: {result.message}".splitlines()[0][:1000])
+    detail = result.message
+    if result.waiver is not None:
+        detail = (f"{effective_status(result).value}, waiver {result.waiver.id} ({result.waiver.reason}; granted by "
+                  f"{result.waiver.granted_by}, {result.waiver.date}): {detail}")
+    message = _text(f"{status.value}: {detail}".splitlines()[0][:1000])
     if (status is Status.NOT_SUPPORTED and result.required) or status in _FAILURE:
         ET.SubElement(case, "failure", message=message, type=status.value).text = failure_text(result)
     elif status in _ERROR:

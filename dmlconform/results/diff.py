@@ -177,8 +177,10 @@ class RunDiff:
 
 
 def effective_outcome(result: CaseResult) -> Status:
-    """What the backend came to: the outcome behind NOT_REQUIRED and the baseline overlay; FLAKE stays FLAKE."""
-    if result.status in (Status.NOT_REQUIRED, Status.EXPECTED_FAIL, Status.UNEXPECTED_PASS) and result.outcome:
+    """What the backend came to: the outcome behind NOT_REQUIRED, the baseline overlay and a waiver; FLAKE stays
+    FLAKE."""
+    if result.status in (Status.NOT_REQUIRED, Status.EXPECTED_FAIL, Status.UNEXPECTED_PASS, Status.WAIVED) and \
+            result.outcome:
         return result.outcome
     return result.status
 

@@ -1,21 +1,27 @@
 """The JSON result document, format dmlconform-result/v1 (contract §7), both ways.
 
 Fields beyond the contract's are additions (v1 readers ignore them): per case `index`, `attempts`,
-`baseline`, `expectation`, `moved`, `closeness`, `ulp_histogram`, `artifacts`; at the top level `suite`,
-`shard`, `settings`, `expectations`, `interrupted`, `resumed`, `shards`, `missing_shards`, `determinism`.
-Files written before an addition read back with its default (`closeness` None, no histogram, no artifacts).
+`baseline`, `expectation`, `moved`, `closeness`, `ulp_histogram`, `artifacts`, `waiver`; at the top level
+`suite`, `shard`, `settings`, `expectations`, `interrupted`, `resumed`, `shards`, `missing_shards`,
+`determinism`; per level `waived`. Files written before an addition read back with its default (`closeness`
+None, no histogram, no artifacts, no waiver).
+
+WAIVED (certification) is not one of the contract's v1 statuses: a waived case is written with the status it
+came to (FAIL, CRASH, ...) and its `waiver` beside it, and read back as WAIVED. A v1 reader sees the failure,
+which is what happened; the certification's verdict counts the waiver.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from dmlconform.backend_info import BackendInfo
-from dmlconform.case_result import CaseResult, MovedElement, Status
+from dmlconform.case_result import AppliedWaiver, CaseResult, MovedElement, Status
 from dmlconform.compare.comparator import Element
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.feature_levels import FeatureLevel
@@ -32,7 +38,15 @@ def _number(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def written_status(result: CaseResult) -> tuple[Status, Status | None]:
+    """The status and outcome a v1 document holds: a WAIVED case as what it came to (the waiver goes beside)."""
+    if result.status is Status.WAIVED:
+        return result.outcome or Status.FAIL, None
+    return result.status, result.outcome
+
+
 def case_json(result: CaseResult) -> dict[str, Any]:
+    status, outcome = written_status(result)
     return {
         "id": result.id,
         "index": result.index,
@@ -41,8 +55,8 @@ def case_json(result: CaseResult) -> dict[str, Any]:
         "rank": result.rank,
         "required_feature_level": result.required_level.label,
         "required": result.required,
-        "status": result.status.value,
-        "outcome": result.outcome.value if result.outcome else None,
+        "status": status.value,
+        "outcome": outcome.value if outcome else None,
         "matched": result.matched,
         "matched_all": list(result.matched_all),
         "behaviour": result.behaviour,
@@ -68,6 +82,9 @@ def case_json(result: CaseResult) -> dict[str, Any]:
         "ulp_histogram": [{"ulps": b.label, "low": b.low, "high": b.high, "count": b.count}
                           for b in result.ulp_histogram],
         "artifacts": result.artifacts,
+        "waiver": None if result.waiver is None else {"id": result.waiver.id, "reason": result.waiver.reason,
+                                                      "granted_by": result.waiver.granted_by,
+                                                      "date": result.waiver.date},
     }
 
 
@@ -99,10 +116,10 @@ def to_document(run: RunResult) -> dict[str, Any]:
         "target_feature_level": run.target_level.label,
         "started": run.started.isoformat(),
         "duration_s": round(run.duration_s, 6),
-        "summary": summary(run.results),
+        "summary": summary(replace(r, status=written_status(r)[0]) for r in run.results),
         "feature_levels": {
             v.level.label: {"required": v.required, "matched": v.matched, "conformant": v.conformant,
-                            "claimed": v.claimed, "known_failures": v.known_failures}
+                            "claimed": v.claimed, "known_failures": v.known_failures, "waived": v.waived}
             for v in level_verdicts(run.results, run.target_level)
         },
         "behaviour_fingerprint": fingerprint(run.results),
@@ -264,6 +281,15 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
         except ValueError:
             raise case.fail("attempts", f"unknown status {value!r}") from None
     worst_index = case.get("worst_index", list, True)
+    outcome = case.status("outcome", optional=True)
+    waiver = None
+    entry = case.child("waiver", optional=True)
+    if entry is not None:
+        if not status.failure:
+            raise case.fail("waiver", f"covers a case whose status is {status.value}; a waiver covers only a failure")
+        waiver = AppliedWaiver(entry.get("id", str), entry.get("reason", str), entry.get("granted_by", str),
+                               entry.get("date", str))
+        status, outcome = Status.WAIVED, status
     return CaseResult(
         case.get("id", str), case.get("op", str), case.get("dtype", str), case.get("rank", int),
         case.level("required_feature_level"), status, required=case.get("required", bool, True, True),
@@ -273,11 +299,11 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
         worst_index=tuple(worst_index) if worst_index is not None else None,
         message=case.get("message", str, True, ""), duration_s=float(case.get("duration_s", (int, float), True, 0.0)),
         worst=worst, tags=tuple(case.get("tags", list, True, [])), behaviour=case.get("behaviour", str, True),
-        outcome=case.status("outcome", optional=True), file=case.get("file", str, True, ""),
+        outcome=outcome, file=case.get("file", str, True, ""),
         index=case.get("index", int, True, position), attempts=tuple(attempts),
         baseline=case.status("baseline", optional=True), expectation=case.get("expectation", str, True),
         moved=moved, moved_count=case.get("moved_count", int, True, 0),
-        closeness=_closeness(case), ulp_histogram=histogram, artifacts=dict(artifacts))
+        closeness=_closeness(case), ulp_histogram=histogram, artifacts=dict(artifacts), waiver=waiver)
 
 
 def _closeness(case: _Reader) -> float | None:

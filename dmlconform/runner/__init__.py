@@ -21,10 +21,16 @@ from dmlconform.feature_levels import FeatureLevel
 from dmlconform.run_result import RunResult, summary
 from dmlconform.runner.judge import evaluate, judge_outcome
 
-__all__ = ["KeepOutputs", "RunResult", "evaluate", "raw_status", "run_case", "run_cases", "summary"]
+__all__ = ["KeepOutputs", "RunResult", "default_retries", "evaluate", "raw_status", "run_case", "run_cases", "summary"]
 
 #: Moved elements kept per case; the count says how many there were in all.
 MOVED_SHOWN = 10
+
+
+def default_retries(backend_name: str) -> int:
+    """Retries when none are asked for (and always in a certification): one out of process, where a driver or
+    harness may flake (`native`), none in process."""
+    return 1 if backend_name == "native" else 0
 
 
 class KeepOutputs(Enum):

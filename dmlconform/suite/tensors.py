@@ -78,7 +78,7 @@ class Archives:
         try:
             if info.file_size <= _SMALL_MEMBER_BYTES:
                 data = _member_bytes(self._bytes[path], info) if path in self._bytes else None
-                array = _small_npy(data if data is not None else archive.read(info))
+                array = small_npy(data if data is not None else archive.read(info))
                 if array is not None:
                     return array
             with archive.open(info) as stream:
@@ -94,7 +94,7 @@ class Archives:
         self._bytes.clear()
 
 
-#: Members up to this size are read whole and parsed by `_small_npy`; larger ones by numpy, in chunks.
+#: Members up to this size are read whole and parsed by `small_npy`; larger ones by numpy, in chunks.
 _SMALL_MEMBER_BYTES = 1 << 20
 #: The header numpy's `save` writes for a plain C-ordered array of numbers (format 1.0, 2.0 or 3.0).
 _NPY_HEADER = re.compile(rb"\{'descr': '([<>|][fiub][1-8])', 'fortran_order': False, 'shape': \(([0-9, ]*)\), \} *\n")
@@ -127,7 +127,7 @@ def _member_bytes(archive: bytes, info: zipfile.ZipInfo) -> bytes | None:
     return data
 
 
-def _small_npy(data: bytes) -> np.ndarray | None:
+def small_npy(data: bytes) -> np.ndarray | None:
     """The array in a whole .npy file whose header is numpy's usual one, else None (numpy's reader decides).
     numpy parses every header with `ast.literal_eval`, which costs a small array more than its data."""
     if data[:6] != b"\x93NUMPY" or len(data) < 10 or data[6] not in (1, 2, 3):

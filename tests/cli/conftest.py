@@ -20,17 +20,21 @@ HARNESS = "python -m dmlconform.harness --backend numpy"
 BROKEN = ("seed.broken/relu-grad-formula", "seed.broken/max-pooling-grad-2x2")
 
 
-@pytest.fixture
-def broken_suite(tmp_path: Path) -> Path:
+def write_broken_suite(path: Path) -> Path:
+    """The seed examples as suite seed.broken, with the two goldens of BROKEN wrong."""
     document = yaml.safe_load(SEED.read_text())
     document["suite"] = "seed.broken"
     cases = {c["id"]: c for c in document["cases"]}
     cases["relu-grad-formula"]["outputs"]["OutputGradientTensor"]["data"] = [[0, 0, 3], [4, 0, 7]]
     cases["max-pooling-grad-2x2"]["outputs"]["OutputGradientTensor"]["data"] = [[[[0, 0, 0], [0, 3, 0], [0, 4, 6]]]]
-    path = tmp_path / "suites" / "broken.yaml"
-    path.parent.mkdir()
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(document))
     return path
+
+
+@pytest.fixture
+def broken_suite(tmp_path: Path) -> Path:
+    return write_broken_suite(tmp_path / "suites" / "broken.yaml")
 
 
 def cases_without_timing(document: dict) -> list[dict]:

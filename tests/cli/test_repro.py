@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from dmlconform.backend_info import BackendInfo
+from dmlconform.cli.execution import backend_settings
 from dmlconform.cli.repro import run_options
-from dmlconform.cli.run import backend_settings
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.run_result import RunResult
 from dmlconform.triage.actual import options_of

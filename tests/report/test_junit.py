@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dmlconform.case_result import Status
+from dmlconform.case_result import AppliedWaiver, Status
 from dmlconform.compare.comparator import Element
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.report.junit import junit_bytes, write_junit
@@ -25,8 +25,10 @@ def every_status_run():
     failing.worst = [Element((0, 3), "0.5 (0x3f000000)", "0.5000007 (0x3f00000c)", 12, "≤ 3 ULP")]
     failing.message = "1 of 8 elements outside bound; worst at [0, 3] \x1b[31mcolour\x07 from a harness"
     for r in results:
-        if r.status in (Status.EXPECTED_FAIL, Status.FLAKE, Status.UNEXPECTED_PASS, Status.NOT_REQUIRED):
+        if r.status in (Status.EXPECTED_FAIL, Status.FLAKE, Status.UNEXPECTED_PASS, Status.NOT_REQUIRED, Status.WAIVED):
             r.outcome = Status.PASS if r.status is Status.UNEXPECTED_PASS else Status.FAIL
+        if r.status is Status.WAIVED:
+            r.waiver = AppliedWaiver("W-1", "fp16 sums rounded their own way", "certification board", "2025-06-01")
     results[4].required = False  # NOT_REQUIRED
     return run(results)
 
@@ -52,12 +54,16 @@ def test_one_testcase_per_case_with_the_operator_as_classname_and_a_useful_failu
         "s/pass": "passed", "s/invalid_ok": "passed", "s/fail": "failure", "s/unexpected_pass": "failure",
         "s/not_supported": "failure", "s/error": "error", "s/crash": "error", "s/timeout": "error",
         "s/not_required": "skipped", "s/skipped": "skipped", "s/not_run": "skipped", "s/expected_fail": "skipped",
-        "s/flake": "flakyFailure"}
+        "s/flake": "flakyFailure", "s/waived": "skipped"}
     failure = root.find(".//testcase[@name='s/fail']/failure")
     assert failure is not None and failure.get("type") == "FAIL"
     assert "rule bound, max ULP 12, worst index [0, 3]" in failure.text
     assert "[0, 3]: expected 0.5 (0x3f000000), actual 0.5000007 (0x3f00000c), ULP 12" in failure.text
     assert "\x1b" not in failure.text and "\x07" not in failure.text  # not representable in XML 1.0
+    waived = root.find(".//testcase[@name='s/waived']/skipped")
+    assert waived is not None and waived.get("type") == "WAIVED"
+    assert waived.get("message", "").startswith("WAIVED: FAIL, waiver W-1 (fp16 sums rounded their own way; granted "
+                                                "by certification board, 2025-06-01)")
     suite = root.find("testsuite")
     assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("errors"),
-                                  suite.get("skipped")) == ("13", "3", "3", "4")
+                                  suite.get("skipped")) == ("14", "3", "3", "5")

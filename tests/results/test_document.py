@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dmlconform.case_result import MovedElement, Status
+from dmlconform.case_result import AppliedWaiver, MovedElement, Status
 from dmlconform.compare.comparator import Element
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.report.json_report import write_json
@@ -97,3 +97,25 @@ def test_first_difference_names_the_dotted_field() -> None:
     assert first_difference({"a": {"b": [1, {"c": 2}]}}, {"a": {"b": [1, {"c": 3}]}}) == "a.b[1].c"
     assert first_difference({"a": 1}, {"a": 1}) is None
     assert first_difference({"a": 1}, {"a": 1, "z": 0}) == "z"
+
+
+def test_a_waived_case_is_written_as_what_it_came_to_with_the_waiver_beside_it(tmp_path: Path) -> None:
+    """WAIVED is not a contract v1 status: v1 readers see the failure, and dmlconform reads WAIVED back."""
+    waived = result("s/w", Status.WAIVED, index=1, outcome=Status.CRASH)
+    waived.waiver = AppliedWaiver("W-1", "the driver crashes here", "board", "2025-06-01")
+    original = run([result("s/a", Status.PASS), waived])
+    write_json(original, tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    case = data["cases"][1]
+    assert (case["status"], case["outcome"]) == ("CRASH", None)
+    assert case["waiver"] == {"id": "W-1", "reason": "the driver crashes here", "granted_by": "board",
+                              "date": "2025-06-01"}
+    assert data["summary"] == {"PASS": 1, "CRASH": 1} and data["feature_levels"]["6_4"]["waived"] == 1
+    again = read_document(tmp_path / "r.json")
+    assert (again.results[1].status, again.results[1].outcome, again.results[1].waiver) == (
+        Status.WAIVED, Status.CRASH, waived.waiver)
+    assert to_document(again) == to_document(original)
+    case.update(status="PASS")  # a waiver covers only a failure
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    with pytest.raises(ResultsError, match="case s/w: field waiver: covers a case whose status is PASS"):
+        read_document(tmp_path / "r.json")

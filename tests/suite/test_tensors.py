@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dmlconform.suite import tensors
-from dmlconform.suite.tensors import Archives, _small_npy
+from dmlconform.suite.tensors import Archives, small_npy
 
 ARRAYS = {
     "f32": np.arange(12, dtype=np.float32).reshape(3, 4) / 7,
@@ -38,7 +38,7 @@ def npy(array: np.ndarray, version: tuple[int, int] | None = None) -> bytes:
 def test_the_fast_path_reads_what_numpy_reads(name: str, version: tuple[int, int] | None) -> None:
     data = npy(ARRAYS[name], version)
     expected = np.lib.format.read_array(io.BytesIO(data))
-    got = _small_npy(data)
+    got = small_npy(data)
     if name == "fortran":
         assert got is None  # numpy's reader handles Fortran order
         return
@@ -53,7 +53,7 @@ def test_the_fast_path_reads_what_numpy_reads(name: str, version: tuple[int, int
     b"PK not an npy",
 ])
 def test_the_fast_path_leaves_anything_unusual_to_numpy(data: bytes) -> None:
-    assert _small_npy(data) is None
+    assert small_npy(data) is None
 
 
 def archive(tmp_path: Path, members: dict[str, bytes]) -> Path:

@@ -1,0 +1,258 @@
+"""The run engine that `dmlconform run` and `dmlconform certify` share: select, shard, run in worker processes,
+settle retries against expectations, journal every case as it finishes, keep outputs; SIGINT/SIGTERM stop it
+cleanly. What to do with the finished run (reports, a certification package) is the command's business."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from dmlconform import __version__
+from dmlconform.backends.base import BackendOptions
+from dmlconform.cli.common import fail, load_cases
+from dmlconform.results.expectations import Expectations
+from dmlconform.run_result import RunResult, Shard
+from dmlconform.runner import KeepOutputs, default_retries
+from dmlconform.suite.tiers import DEFAULT
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dmlconform.case import Case
+    from dmlconform.case_result import CaseResult, Status
+    from dmlconform.feature_levels import FeatureLevel
+    from dmlconform.results.journal import Journal, JournalWriter
+
+
+class StopRequest:
+    """SIGINT and SIGTERM set an event that the run loop polls; nothing is raised in the middle of a step."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signal: signal.Signals | None = None
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> StopRequest:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.event.is_set():  # asked twice: the user means it, whatever the run is doing
+            os._exit(128 + signum)
+        self.signal = signal.Signals(signum)
+        self.event.set()
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    @property
+    def exit_status(self) -> int:
+        assert self.signal is not None
+        return 128 + int(self.signal)
+
+
+def default_journal(json_path: Path | None) -> Path | None:
+    """Next to the JSON result: reports/numpy.json -> reports/numpy.journal.jsonl."""
+    return None if json_path is None else json_path.with_name(json_path.stem + ".journal.jsonl")
+
+
+def backend_settings(backend_name: str, ep: str, harness: str | None, timeout_s: float,
+                     variant: str | None, device: str = "cpu") -> dict[str, Any]:
+    """The backend options that change results, for this backend only (merge and resume compare them)."""
+    if backend_name == "torch":
+        return {"device": device, "variant": variant}
+    if backend_name == "native":
+        return {"harness": harness, "timeout_s": timeout_s}
+    if backend_name == "onnxruntime":
+        return {"ep": ep}
+    return {"variant": variant}
+
+
+@dataclass
+class RunRequest:
+    """What one run takes: the suites and selection, the backend, and how the run is carried out."""
+
+    paths: tuple[Path, ...]
+    backend_name: str
+    options: BackendOptions
+    level: FeatureLevel | None = None
+    expression: str | None = None
+    tier_name: str | None = None
+    jobs: int = 1
+    shard: Shard | None = None
+    journal_path: Path | None = None
+    resume: bool = False
+    expectations: Expectations = field(default_factory=Expectations)
+    #: None: the backend's default (`default_retries`).
+    retries: int | None = None
+    repeat: int = 1
+    keep: KeepOutputs = KeepOutputs.NONE
+    #: Where kept outputs go, and the result file they are recorded relative to.
+    artifacts_dir: Path | None = None
+    result_file: Path | None = None
+    #: Kept outputs flushed to disk one by one (see save_npy).
+    durable_artifacts: bool = True
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        options = self.options
+        retries = default_retries(self.backend_name) if self.retries is None else self.retries
+        return {"expression": self.expression, "tier": self.tier_name or (None if self.paths else DEFAULT.value),
+                "repeat": self.repeat, "retries": retries,
+                **backend_settings(self.backend_name, options.ep, options.harness, options.timeout_s,
+                                   options.variant, options.device)}
+
+
+def execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResult:
+    """Run the request to the end (or to the stop request): one result per selected case, in selection order.
+    Unusable input or a backend that cannot start is a one-line error (exit 2)."""
+    from dmlconform.case_result import Status
+    from dmlconform.report.progress import progress_for
+    from dmlconform.results import ResultsError
+    from dmlconform.results.artifacts import save_artifacts
+    from dmlconform.results.document import backend_json, configuration
+    from dmlconform.results.journal import read_journal
+    from dmlconform.run_result import SuiteInfo
+    from dmlconform.runner.loading import default_helpers, parallel_parser
+    from dmlconform.runner.pool import BackendStartError, WorkerPool, WorkerSetup
+    from dmlconform.suite.fingerprint import selection_fingerprint, suite_file_hashes
+    from dmlconform.suite.shard import shard_positions
+
+    started, clock = datetime.now(UTC), time.monotonic()
+    level, shard, expectations, journal_path = request.level, request.shard, request.expectations, request.journal_path
+    jobs = (os.cpu_count() or 1) if request.jobs == 0 else request.jobs
+    pool = WorkerPool(WorkerSetup(request.backend_name, request.options, level, request.repeat, request.keep),
+                      jobs, stop.event, request.options.timeout_s)
+    pool.launch()  # backends (harnesses) start while the suites load
+    try:
+        cases = load_cases(request.paths, request.expression, request.tier_name, parallel_parser(default_helpers()))
+        suite = SuiteInfo(selection_fingerprint(cases), len(cases), suite_file_hashes(cases))
+        positions = shard_positions(cases, shard.index, shard.count) if shard else list(range(len(cases)))
+        settings = request.settings
+
+        journal = None
+        if request.resume and journal_path is not None and journal_path.exists():
+            try:
+                journal = read_journal(journal_path)
+            except ResultsError as exc:
+                fail(str(exc))
+
+        try:
+            info = pool.start()
+        except BackendStartError as exc:
+            if not stop.event.is_set():
+                fail(f"--backend {request.backend_name}: {exc}")
+            from dmlconform.backend_info import BackendInfo
+            from dmlconform.feature_levels import HIGHEST
+
+            info = BackendInfo(request.backend_name, "unknown (interrupted before the backend started)", "unknown",
+                               level or HIGHEST)
+        target = level or info.feature_level
+        run = RunResult(info, target, started, 0.0, tool_version=__version__, suite=suite, shard=shard,
+                        settings=settings, expectations=expectations.files)
+        header = {"configuration": configuration(run), "backend": backend_json(info), "started": started.isoformat()}
+
+        done = _journaled(journal, journal_path, header, {cases[p].full_id: p for p in positions}, stop)
+        run.resumed = len(done)
+        for position in positions:
+            skip = expectations.skip(cases[position].full_id)
+            if skip is not None and position not in done:
+                done[position] = _unrun(cases, position, Status.SKIPPED, f"skipped ({skip.source}: {skip.text})",
+                                        target)
+        writer = _journal_writer(journal, journal_path, header)
+        tasks = [(p, cases[p]) for p in positions if p not in done]
+        label = f"{info.name}" + (f" shard {shard}" if shard else "")
+        with progress_for(console, len(positions), label) as progress:
+            progress.skip_done(list(done.values()))
+
+            def finished(position: int, attempts: list[Any]) -> None:
+                result = expectations.settle(attempts)
+                result.index = position
+                if request.artifacts_dir is not None and result.actual_outputs:
+                    try:
+                        save_artifacts(result, request.artifacts_dir, request.result_file,
+                                       request.durable_artifacts)
+                    except OSError as exc:
+                        fail(f"--artifacts {request.artifacts_dir}: cannot write: {exc.strerror or exc}")
+                done[position] = result
+                if writer is not None:
+                    writer.append(result)
+                progress.advance(result)
+
+            if not stop.event.is_set():
+                pool.run(tasks, finished, expectations.needs_retry, settings["retries"])
+        if stop.event.is_set():
+            pool.kill()
+            why = f"not run: the run was interrupted by {stop.signal.name if stop.signal else 'a signal'}"
+            missing_status = Status.NOT_RUN
+        else:
+            pool.close()
+            why, missing_status = "not run: no worker process could run it (see the messages above)", Status.ERROR
+        for position in positions:
+            if position not in done:
+                done[position] = _unrun(cases, position, missing_status, why, target)
+        run.results = [done[p] for p in positions]
+        run.duration_s = time.monotonic() - clock
+        run.interrupted = stop.signal.name if stop.signal else None
+        if writer is not None:
+            if run.interrupted is None:
+                writer.finish({"cases": len(run.results), "duration_s": round(run.duration_s, 6)})
+            writer.close()
+        return run
+    finally:
+        pool.kill()  # already gone after a normal close; on an error exit, not left behind
+
+
+def _unrun(cases: list[Case], position: int, status: Status, message: str, target: FeatureLevel) -> CaseResult:
+    from dmlconform.runner.judge import unrun_result
+
+    result = unrun_result(cases[position], status, message, target)
+    result.index = position
+    return result
+
+
+def _journaled(journal: Journal | None, path: Path | None, header: dict[str, Any], positions_by_id: dict[str, int],
+               stop: StopRequest) -> dict[int, CaseResult]:
+    """The results a journal already holds, by position, once it is shown to belong to this run."""
+    from dmlconform.results import ResultsError
+    from dmlconform.results.journal import check_same_run
+
+    if journal is None or path is None:
+        return {}
+    try:
+        check_same_run(journal, path, "configuration", header["configuration"])
+        if not stop.event.is_set():  # an interrupted start knows no backend to compare
+            check_same_run(journal, path, "backend", header["backend"])
+        for result in journal.results:
+            if result.id not in positions_by_id:
+                raise ResultsError(path, "is not in this run's selection", f"case {result.id}")
+    except ResultsError as exc:
+        fail(str(exc))
+    if journal.torn:
+        click.echo(f"dmlconform: {path}: dropping a torn last line (the run was killed while writing it); that "
+                   "case runs again", err=True)
+    return {positions_by_id[r.id]: r for r in journal.results}
+
+
+def _journal_writer(journal: Journal | None, path: Path | None, header: dict[str, Any]) -> JournalWriter | None:
+    from dmlconform.results.journal import JournalWriter
+
+    if path is None:
+        return None
+    try:
+        if journal is not None:
+            return JournalWriter(path, append_at=journal.valid_bytes)
+        return JournalWriter(path, header)
+    except OSError as exc:
+        fail(f"cannot write the journal {path}: {exc.strerror or exc}")
