@@ -214,6 +214,7 @@ struct Options {
     DWORD fence_timeout_ms = 60000;
     int poison = 0xCD;             // byte pre-filled into every output buffer; -1: none
     std::string timings_path;      // --timings: per-case phase times appended here; empty: none
+    bool heap_per_case = false;    // a descriptor heap of its own for every case (the old way; for comparison)
 };
 
 static const char kUsage[] =
@@ -228,6 +229,8 @@ static const char kUsage[] =
     "  --poison BYTE|none      byte written into output buffers before each dispatch (default 0xCD)\n"
     "  --timings FILE          append one JSON line of phase times (microseconds) per request to FILE;\n"
     "                          %p in FILE becomes the process id (replies are unchanged)\n"
+    "  --heap-per-case         a new descriptor heap for every case instead of one for all (slow under\n"
+    "                          vkd3d + lavapipe; for comparison with the shared heap)\n"
     "  --verbose               log every step to stderr\n";
 
 static bool parse_options(int argc, char** argv, Options& o) {
@@ -266,6 +269,8 @@ static bool parse_options(int argc, char** argv, Options& o) {
             const char* v = value("--timings");
             if (!v) return false;
             o.timings_path = v;
+        } else if (a == "--heap-per-case") {
+            o.heap_per_case = true;
         } else if (a == "--verbose") {
             g_verbose = true;
         } else {
@@ -1045,6 +1050,7 @@ struct PhaseTimer {
     LONGLONG origin = 0;  // static initialisation, i.e. just before main()
     long long origin_unix_us = 0;
     LONGLONG last = 0;
+    LONGLONG request_start = 0;  // when the request being served had been read
     double us[kPhaseCount] = {};
     std::string op, status;
     // Timestamp queries on the device's queue; created on first use and never released (they live as
@@ -1097,13 +1103,14 @@ struct PhaseTimer {
         op.clear();
         status.clear();
         lap(kWait);
+        request_start = last;
     }
     void end_request(const std::string& id) {
         if (!file) return;
         lap(kReply);
         std::string line = "{\"id\":" + dmlh::json_string(id) + ",\"op\":" + dmlh::json_string(op) +
                            ",\"status\":" + dmlh::json_string(status) +
-                           strf(",\"t_us\":%.1f", since_origin_us(last));
+                           strf(",\"t_us\":%.1f", since_origin_us(request_start));
         for (int p = 0; p < kPhaseCount; p++) line += strf(",\"%s\":%.1f", kPhaseNames[p], us[p]);
         UINT64 ticks[kGpuMarks] = {};
         if (gpu_frequency && read_gpu_ticks(ticks)) {
@@ -1277,6 +1284,40 @@ static bool submit(Device& dev, Reply& r, const char* what) {
     return true;
 }
 
+// The shader-visible descriptor heap every case's binding table is written into, grown when a case needs more.
+// Creating one costs seconds on Wine's vkd3d 1.6 over lavapipe whatever its size (most of it zeroing a fresh
+// allocation), far more than everything else a case does, so it is made once, not per case (--heap-per-case
+// still does that); a case's table starts at the heap's first descriptor either way. Rewriting those
+// descriptors is safe: every submission is waited for before the next case begins. The heap lives as long as
+// the device (process exit releases both).
+static ID3D12DescriptorHeap* g_case_heap = nullptr;
+static UINT g_case_heap_size = 0;
+
+static HRESULT case_descriptor_heap(Device& dev, UINT descriptors, ID3D12DescriptorHeap*& heap) {
+    if (dev.opt.heap_per_case && g_case_heap) {  // the previous case's heap: its work has completed
+        g_case_heap->Release();
+        g_case_heap = nullptr;
+        g_case_heap_size = 0;
+    }
+    if (!g_case_heap || g_case_heap_size < descriptors) {
+        UINT size = g_case_heap_size * 2 > 64 ? g_case_heap_size * 2 : 64;
+        if (size < descriptors || dev.opt.heap_per_case) size = descriptors;
+        D3D12_DESCRIPTOR_HEAP_DESC hd;
+        memset(&hd, 0, sizeof hd);
+        hd.Type = D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV;
+        hd.NumDescriptors = size;
+        hd.Flags = D3D12_DESCRIPTOR_HEAP_FLAG_SHADER_VISIBLE;
+        ID3D12DescriptorHeap* grown = nullptr;
+        HRESULT hr = dev.d3d->CreateDescriptorHeap(&hd, __uuidof(ID3D12DescriptorHeap), reinterpret_cast<void**>(&grown));
+        if (FAILED(hr)) return hr;
+        if (g_case_heap) g_case_heap->Release();  // the GPU is idle: every submission was waited for
+        g_case_heap = grown;
+        g_case_heap_size = size;
+    }
+    heap = g_case_heap;
+    return S_OK;
+}
+
 #define TRY(call, what)                              \
     do {                                             \
         HRESULT hr_ = (call);                        \
@@ -1322,14 +1363,8 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
     // Resources: every one is created before anything is recorded.
     UINT descriptors = ip.RequiredDescriptorCount > ep.RequiredDescriptorCount ? ip.RequiredDescriptorCount
                                                                                : ep.RequiredDescriptorCount;
-    D3D12_DESCRIPTOR_HEAP_DESC hd;
-    memset(&hd, 0, sizeof hd);
-    hd.Type = D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV;
-    hd.NumDescriptors = descriptors ? descriptors : 1;
-    hd.Flags = D3D12_DESCRIPTOR_HEAP_FLAG_SHADER_VISIBLE;
-    Com<ID3D12DescriptorHeap> heap;
-    TRY(dev.d3d->CreateDescriptorHeap(&hd, __uuidof(ID3D12DescriptorHeap), heap.put()),
-        "ID3D12Device::CreateDescriptorHeap");
+    ID3D12DescriptorHeap* heap = nullptr;
+    TRY(case_descriptor_heap(dev, descriptors ? descriptors : 1, heap), "ID3D12Device::CreateDescriptorHeap");
     const D3D12_RESOURCE_FLAGS uav = D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS;
     UINT64 temp_size = ip.TemporaryResourceSize > ep.TemporaryResourceSize ? ip.TemporaryResourceSize
                                                                            : ep.TemporaryResourceSize;
@@ -1382,8 +1417,8 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
     // Binding table: first for the initializer, then reset for the compiled operator.
     DML_BINDING_TABLE_DESC btd;
     btd.Dispatchable = init.get();
-    btd.CPUDescriptorHandle = heap_cpu_start(heap.get());
-    btd.GPUDescriptorHandle = heap_gpu_start(heap.get());
+    btd.CPUDescriptorHandle = heap_cpu_start(heap);
+    btd.GPUDescriptorHandle = heap_gpu_start(heap);
     btd.SizeInDescriptors = descriptors;
     Com<IDMLBindingTable> table;
     TRY(dev.dml->CreateBindingTable(&btd, DMLH_IID(IDMLBindingTable), table.put()), "IDMLDevice::CreateBindingTable");
@@ -1399,7 +1434,7 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
     g_timer.lap(kResources);
 
     Reply r;
-    ID3D12DescriptorHeap* heaps[] = {heap.get()};
+    ID3D12DescriptorHeap* heaps[] = {heap};
     if (!begin_list(dev, r, "operator initializer")) return r;
     g_timer.gpu_mark(dev, dev.list.get(), kGpuInitBegin);
     dev.list->SetDescriptorHeaps(1, heaps);
