@@ -1022,7 +1022,8 @@ enum Phase {
     kCreate,       // IDMLDevice::CreateOperator
     kCompile,      // IDMLDevice::CompileOperator
     kInitializer,  // IDMLDevice::CreateOperatorInitializer + binding properties
-    kResources,    // descriptor heap, buffers, binding table
+    kHeap,         // the descriptor heap: made at the first case (or every case with --heap-per-case)
+    kResources,    // buffers, binding table
     kUpload,       // inputs and poison into the upload buffer (CPU)
     kInitialize,   // initializer recorded, submitted and waited for
     kBind,         // binding table reset and bound for the operator
@@ -1031,9 +1032,9 @@ enum Phase {
     kReply,        // the reply frame written
     kPhaseCount
 };
-static const char* const kPhaseNames[kPhaseCount] = {"wait",     "decode",     "create", "compile",
-                                                     "initializer", "resources", "upload", "initialize",
-                                                     "bind",     "dispatch",   "readback", "reply"};
+static const char* const kPhaseNames[kPhaseCount] = {"wait",      "decode", "create",     "compile", "initializer",
+                                                     "heap",      "resources", "upload", "initialize", "bind",
+                                                     "dispatch",  "readback", "reply"};
 // GPU timestamps written per request: initializer before/after; dispatch list start, after the upload
 // copies, after the dispatch, after the readback copy.
 enum GpuMark { kGpuInitBegin, kGpuInitEnd, kGpuBegin, kGpuUploaded, kGpuDispatched, kGpuReadBack, kGpuMarks };
@@ -1365,6 +1366,7 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
                                                                                : ep.RequiredDescriptorCount;
     ID3D12DescriptorHeap* heap = nullptr;
     TRY(case_descriptor_heap(dev, descriptors ? descriptors : 1, heap), "ID3D12Device::CreateDescriptorHeap");
+    g_timer.lap(kHeap);
     const D3D12_RESOURCE_FLAGS uav = D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS;
     UINT64 temp_size = ip.TemporaryResourceSize > ep.TemporaryResourceSize ? ip.TemporaryResourceSize
                                                                            : ep.TemporaryResourceSize;
