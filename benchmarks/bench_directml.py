@@ -76,6 +76,7 @@ class Run:
     device: str
     starts: list[dict[str, object]]
     requests: list[dict[str, object]]
+    began_unix: float = 0.0
     artifacts: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
@@ -95,8 +96,9 @@ def harness_command(harness: str, options: str, timings: Path | None) -> str:
 
 
 def dmlconform_run(args: argparse.Namespace, jobs: int, harness: str, folder: Path,
-                   keep_outputs: bool) -> tuple[float, Path]:
-    """One `dmlconform run`, timed from here; returns the wall time and the JSON result's path."""
+                   keep_outputs: bool) -> tuple[float, float, Path]:
+    """One `dmlconform run`, timed from here; returns when it began (Unix time), its wall time and the JSON
+    result's path."""
     folder.mkdir(parents=True)
     result = folder / "result.json"
     command = [sys.executable, "-m", "dmlconform", "run", "--tier", args.tier, "--backend", "native",
@@ -106,13 +108,13 @@ def dmlconform_run(args: argparse.Namespace, jobs: int, harness: str, folder: Pa
     if keep_outputs:
         command += ["--artifacts", str(folder / "outputs"), "--artifacts-all"]
     with open(folder / "stderr.txt", "wb") as stderr:
-        clock = time.perf_counter()
+        began, clock = time.time(), time.perf_counter()
         done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=stderr)
         wall = time.perf_counter() - clock
     if done.returncode not in (0, 1) or not result.exists():
         tail = (folder / "stderr.txt").read_text(errors="replace")[-1500:]
         raise SystemExit(f"{shlex.join(command)} exited {done.returncode}:\n{tail}")
-    return wall, result
+    return began, wall, result
 
 
 def read_timings(folder: Path) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
@@ -133,7 +135,7 @@ def measured_run(args: argparse.Namespace, label: str, jobs: int, options: str, 
                  keep_outputs: bool = False, timed_harness: bool = True) -> Run:
     folder = root / label.replace(" ", "_")
     timings = folder / "timings-%p.jsonl" if timed_harness else None
-    wall, result_path = dmlconform_run(args, jobs, harness_command(args.harness, options, timings), folder,
+    began, wall, result_path = dmlconform_run(args, jobs, harness_command(args.harness, options, timings), folder,
                                        keep_outputs)
     document = json.loads(result_path.read_text())
     results = {case["id"]: tuple(case.get(key) for key in COMPARED) for case in document["cases"]}
@@ -143,7 +145,7 @@ def measured_run(args: argparse.Namespace, label: str, jobs: int, options: str, 
         shutil.copyfileobj(plain, packed)
     result_path.unlink()
     return Run(label, jobs, wall, folder, results, Counter(case["status"] for case in document["cases"]),
-               str(document["backend"].get("device", "?")), starts, requests, artifacts)
+               str(document["backend"].get("device", "?")), starts, requests, began, artifacts)
 
 
 # -- where the time goes -------------------------------------------------------------------------------------
@@ -176,6 +178,24 @@ def share_table(runs: list[Run]) -> list[str]:
         shares = " ".join(f"{t[key] / (r.jobs * r.wall_s) * 100:5.1f}%" for t, r in zip(tables, runs, strict=True))
         lines.append(f"{key:58} {per_request:>7} {shares}")
     return lines
+
+
+def timeline(run: Run) -> list[str]:
+    """When, after the command began, its first harness got going, and when the cases were done."""
+    first = min(run.starts, key=lambda s: float(s["main_unix_us"]), default=None)
+    if first is None or not run.requests:
+        return []
+    main = float(first["main_unix_us"]) / 1e6 - run.began_unix
+    device = main + float(first["device_us"]) / 1e6
+    mine = [r for r in run.requests if r["process"] == first["process"]]
+    ordered = sorted(mine, key=lambda r: float(r["t_us"]))
+    first_case = main + (float(ordered[0]["t_us"]) if ordered else float("nan")) / 1e6
+    last_end = max(float(s["main_unix_us"]) / 1e6 - run.began_unix
+                   + (float(r["t_us"]) + sum(float(r[p]) for p in PHASES)) / 1e6
+                   for s in run.starts for r in run.requests if r["process"] == s["process"])
+    return [f"timeline of the j={run.jobs} run (s after the command began): a harness's process began {main:.2f}, "
+            f"its devices were ready {device:.2f}, its first case arrived {first_case:.2f}; the last case was done "
+            f"{last_end:.2f}, the command {run.wall_s:.2f} (results written, harnesses stopped)"]
 
 
 def gpu_lines(run: Run) -> list[str]:
@@ -388,7 +408,7 @@ def main() -> int:
             if args.check_outputs:
                 ours_kept = measured_run(args, "outputs", peer_jobs, "", root, keep_outputs=True,
                                          timed_harness=False)
-        say("", *share_table(runs), "", *gpu_lines(runs[0]), *operator_lines(runs[0]))
+        say("", *share_table(runs), "", *timeline(runs[0]), *gpu_lines(runs[0]), *operator_lines(runs[0]))
         if peer is not None:
             say("", "the peer's shares:", *share_table([peer]))
         say("", *start_probe(args, cases, root), *python_side(args, cases, loading_s, root))
