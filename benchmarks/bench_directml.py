@@ -277,7 +277,8 @@ def python_side(args: argparse.Namespace, cases: list[object], loading_s: float,
     folder.mkdir()
     backend = NativeBackend(harness_command(args.harness, "", folder / "timings-%p.jsonl"), args.timeout)
     target = backend.info().feature_level
-    encode = round_trip = judging = 0.0
+    encode = judging = 0.0
+    round_trips: dict[str, float] = {}
     try:
         backend.run(next((c for c in cases if not c.expect_invalid), sample[0]))  # warm-up: the descriptor heap
         for case in sample:
@@ -289,14 +290,18 @@ def python_side(args: argparse.Namespace, cases: list[object], loading_s: float,
             judge_outcome(case, outcome, target)
             case.forget_references()
             judging += time.perf_counter() - ran
-            round_trip += ran - encoded
+            round_trips[case.full_id] = ran - encoded
             encode += encoded - clock
     finally:
         backend.close()
     _, requests = read_timings(folder)
-    harness = sum(seconds(requests[1:], p) for p in PHASES)  # the first request was the warm-up
+    busy = {str(r["id"]): sum(float(r[p]) for p in PHASES) / 1e6 for r in requests[1:]}  # [0]: the warm-up
+    harness = sum(busy.values())
+    round_trip = sum(round_trips.values())
     n = len(sample)
-    pipe = round_trip - encode - harness  # the round trip encodes the request too
+    # The round trip less the harness's time, for the cases the harness saw (the native backend declines
+    # those its handshake rules out), less the encoding it does again.
+    pipe = sum(t - busy[i] for i, t in round_trips.items() if i in busy) - encode * len(busy) / n
     total = round_trip + judging
     return [f"Python side, {n} cases one at a time (every {step}th), ms per case: encoding {encode / n * 1000:.2f}, "
             f"harness {harness / n * 1000:.2f}, pipe and reply decoding {pipe / n * 1000:.2f}, judging "

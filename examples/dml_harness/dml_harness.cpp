@@ -3,11 +3,12 @@
 // It speaks the frame protocol of docs/native-harness.md on stdin/stdout and executes the five
 // gradient operators (ACTIVATION_RELU_GRAD, ELEMENT_WISE_CLIP_GRAD1, SLICE_GRAD, MAX_POOLING_GRAD,
 // RESAMPLE_GRAD1) on the real DirectML.dll, which it loads at run time (LoadLibrary +
-// DMLCreateDevice1). One D3D12 + DirectML device serves every case; each case gets its own operator,
-// buffers, descriptor heap and binding table.
+// DMLCreateDevice1). One D3D12 + DirectML device and one descriptor heap serve every case; each case
+// gets its own operator, buffers and binding table.
 //
 //   dml_harness.exe [--dml PATH] [--adapter N | --warp] [--debug-layer] [--disable-metacommands]
-//                   [--fence-timeout-ms N] [--poison BYTE|none] [--timings FILE] [--verbose]
+//                   [--fence-timeout-ms N] [--poison BYTE|none] [--timings FILE] [--heap-per-case]
+//                   [--verbose]
 //
 // stdout carries frames only: at start-up the harness moves the real stdout to a private
 // descriptor and points descriptor 1 (and the Win32 standard output handle) at stderr, so text that
@@ -1029,7 +1030,7 @@ enum Phase {
     kBind,         // binding table reset and bound for the operator
     kDispatch,     // upload copies, dispatch, readback copy recorded, submitted and waited for
     kReadback,     // output out of the readback buffer (CPU)
-    kReply,        // the reply frame written
+    kReply,        // the case's objects released, the reply frame written
     kPhaseCount
 };
 static const char* const kPhaseNames[kPhaseCount] = {"wait",      "decode", "create",     "compile", "initializer",
@@ -1071,7 +1072,6 @@ struct PhaseTimer {
         long long t100 = (long long)(((unsigned long long)ft.dwHighDateTime << 32) | ft.dwLowDateTime);
         origin_unix_us = (t100 - 116444736000000000LL) / 10;
     }
-    bool on() const { return file != nullptr; }
     double since_origin_us(LONGLONG t) const { return double(t - origin) / ticks_per_us; }
     // Time since the last lap goes to phase p.
     void lap(Phase p) {
@@ -1129,7 +1129,7 @@ struct PhaseTimer {
         fflush(file);
         last = qpc_now();  // writing the line is not the runner's time
     }
-    // Timestamp m recorded in `list` (the heap and the readback buffer made on first use).
+    // Timestamp m recorded in `list` (the query heap and its readback buffer made on first use).
     void gpu_mark(Device& dev, ID3D12GraphicsCommandList* list, GpuMark m) {
         if (!file) return;
         if (!queries && !gpu_frequency) {
