@@ -141,9 +141,6 @@ def measured_run(args: argparse.Namespace, label: str, jobs: int, options: str, 
     results = {case["id"]: tuple(case.get(key) for key in COMPARED) for case in document["cases"]}
     artifacts = {case["id"]: case.get("artifacts") or {} for case in document["cases"]}
     starts, requests = read_timings(folder)
-    with open(result_path, "rb") as plain, gzip.open(f"{result_path}.gz", "wb") as packed:
-        shutil.copyfileobj(plain, packed)
-    result_path.unlink()
     return Run(label, jobs, wall, folder, results, Counter(case["status"] for case in document["cases"]),
                str(document["backend"].get("device", "?")), starts, requests, began, artifacts)
 
@@ -303,7 +300,7 @@ def python_side(args: argparse.Namespace, cases: list[object], loading_s: float,
     # those its handshake rules out), less the encoding it does again.
     pipe = sum(t - busy[i] for i, t in round_trips.items() if i in busy) - encode * len(busy) / n
     total = round_trip + judging
-    return [f"Python side, {n} cases one at a time (every {step}th), ms per case: encoding {encode / n * 1000:.2f}, "
+    return [f"Python side, {n} cases one at a time (one in {step}), ms per case: encoding {encode / n * 1000:.2f}, "
             f"harness {harness / n * 1000:.2f}, pipe and reply decoding {pipe / n * 1000:.2f}, judging "
             f"(reference + comparison) {judging / n * 1000:.2f}; the runner's own share "
             f"{(total - harness) / total * 100:.0f}% of a case's {total / n * 1000:.2f} ms",
@@ -363,27 +360,19 @@ def shared_display() -> Iterator[None]:
         xvfb.wait(10)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--harness", required=True, help="the harness command line, e.g. its Wine wrapper")
-    parser.add_argument("--tier", default="standard", choices=["smoke", "standard", "full"])
-    parser.add_argument("-k", help="select cases as `dmlconform run -k` does")
-    parser.add_argument("--jobs", type=int, nargs="+", help="--jobs values (default: 1 2 4 8 16 up to the CPUs)")
-    parser.add_argument("--peer", default="", metavar="OPTIONS", help="harness options of a peer run")
-    parser.add_argument("--peer-jobs", type=int, help="--jobs of the peer run (default: the largest measured)")
-    parser.add_argument("--check-outputs", action="store_true", help="compare every output with the peer's")
-    parser.add_argument("--starts", type=int, default=3, help="harness starts timed in this process")
-    parser.add_argument("--sample", type=int, default=200, help="cases of the Python-side measurement")
-    parser.add_argument("--timeout", type=float, default=300.0, help="dmlconform run --timeout")
-    parser.add_argument("--report-dir", type=Path, help="keep the report, results and timings here")
-    args = parser.parse_args()
-    if args.check_outputs and not args.peer:
-        parser.error("--check-outputs compares with the peer: give --peer=OPTIONS")
-    cpus = os.cpu_count() or 1
-    jobs = args.jobs or [j for j in (1, 2, 4, 8, 16) if j <= cpus]
-    root = Path(args.report_dir or tempfile.mkdtemp(prefix="bench_directml."))
-    root.mkdir(parents=True, exist_ok=True)
-    out: list[str] = []
+def keep(root: Path, report_dir: Path, text: str) -> None:
+    """The report, and each run's JSON result and harness timings, compressed (never the outputs)."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "bench_directml.txt").write_text(text)
+    for path in [*root.glob("*/result.json"), *root.glob("*/timings-*.jsonl")]:
+        target = report_dir / path.parent.name / f"{path.name}.gz"
+        target.parent.mkdir(exist_ok=True)
+        with open(path, "rb") as plain, gzip.open(target, "wb") as packed:
+            shutil.copyfileobj(plain, packed)
+
+
+def measure(args: argparse.Namespace, jobs: list[int], cpus: int, root: Path, out: list[str]) -> int:
+    """Every run and measurement; the report's lines are printed and collected in `out`."""
 
     def say(*lines: str) -> None:
         for line in lines:
@@ -419,7 +408,7 @@ def main() -> int:
         say("", *start_probe(args, cases, root), *python_side(args, cases, loading_s, root))
 
     failed = False
-    differences = result_differences([*runs, *([peer] if peer else [])])
+    differences = result_differences([*runs, *(r for r in (peer, ours_kept) if r is not None)])
     say("", "per-case results (status, outcome, candidate, max ULP, max abs error): "
         + ("identical in every run" if not differences else "DIFFER:"), *differences)
     failed |= bool(differences)
@@ -435,9 +424,37 @@ def main() -> int:
         failed |= verdict == "MISS"
         say(f"goal (issue 22): the standard tier in under {goal:g} s on {kind}: best {best.wall_s:.1f} s at jobs "
             f"{best.jobs}: {verdict}")
-    (root / "bench_directml.txt").write_text("\n".join(out) + "\n")
-    print(f"(report, results and timings in {root})")
     return 1 if failed else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--harness", required=True, help="the harness command line, e.g. its Wine wrapper")
+    parser.add_argument("--tier", default="standard", choices=["smoke", "standard", "full"])
+    parser.add_argument("-k", help="select cases as `dmlconform run -k` does")
+    parser.add_argument("--jobs", type=int, nargs="+", help="--jobs values (default: 1 2 4 8 16 up to the CPUs)")
+    parser.add_argument("--peer", default="", metavar="OPTIONS", help="harness options of a peer run")
+    parser.add_argument("--peer-jobs", type=int, help="--jobs of the peer run (default: the largest measured)")
+    parser.add_argument("--check-outputs", action="store_true", help="compare every output with the peer's")
+    parser.add_argument("--starts", type=int, default=3, help="harness starts timed in this process")
+    parser.add_argument("--sample", type=int, default=200, help="cases of the Python-side measurement")
+    parser.add_argument("--timeout", type=float, default=300.0, help="dmlconform run --timeout")
+    parser.add_argument("--report-dir", type=Path, help="keep the report, each run's result and timings here "
+                        "(compressed; about 2 MB a run)")
+    args = parser.parse_args()
+    if args.check_outputs and not args.peer:
+        parser.error("--check-outputs compares with the peer: give --peer=OPTIONS")
+    cpus = os.cpu_count() or 1
+    jobs = args.jobs or [j for j in (1, 2, 4, 8, 16) if j <= cpus]
+    root = Path(tempfile.mkdtemp(prefix="bench_directml."))
+    out: list[str] = []
+    try:
+        return measure(args, jobs, cpus, root, out)
+    finally:
+        if args.report_dir is not None:  # what there is, also when a run failed
+            keep(root, args.report_dir, "\n".join(out) + "\n")
+            print(f"(report, results and timings in {args.report_dir})")
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
