@@ -3,11 +3,12 @@
 // It speaks the frame protocol of docs/native-harness.md on stdin/stdout and executes the five
 // gradient operators (ACTIVATION_RELU_GRAD, ELEMENT_WISE_CLIP_GRAD1, SLICE_GRAD, MAX_POOLING_GRAD,
 // RESAMPLE_GRAD1) on the real DirectML.dll, which it loads at run time (LoadLibrary +
-// DMLCreateDevice1). One D3D12 + DirectML device serves every case; each case gets its own operator,
-// buffers, descriptor heap and binding table.
+// DMLCreateDevice1). One D3D12 + DirectML device and one descriptor heap serve every case; each case
+// gets its own operator, buffers and binding table.
 //
 //   dml_harness.exe [--dml PATH] [--adapter N | --warp] [--debug-layer] [--disable-metacommands]
-//                   [--fence-timeout-ms N] [--poison BYTE|none] [--verbose]
+//                   [--fence-timeout-ms N] [--poison BYTE|none] [--timings FILE] [--heap-per-case]
+//                   [--verbose]
 //
 // stdout carries frames only: at start-up the harness moves the real stdout to a private
 // descriptor and points descriptor 1 (and the Win32 standard output handle) at stderr, so text that
@@ -213,6 +214,8 @@ struct Options {
     bool disable_metacommands = false;
     DWORD fence_timeout_ms = 60000;
     int poison = 0xCD;             // byte pre-filled into every output buffer; -1: none
+    std::string timings_path;      // --timings: per-case phase times appended here; empty: none
+    bool heap_per_case = false;    // a descriptor heap of its own for every case (the old way; for comparison)
 };
 
 static const char kUsage[] =
@@ -225,6 +228,10 @@ static const char kUsage[] =
     "  --disable-metacommands  compile with DML_EXECUTION_FLAG_DISABLE_META_COMMANDS\n"
     "  --fence-timeout-ms N    GPU wait before the device counts as hung (default 60000)\n"
     "  --poison BYTE|none      byte written into output buffers before each dispatch (default 0xCD)\n"
+    "  --timings FILE          append one JSON line of phase times (microseconds) per request to FILE;\n"
+    "                          %p in FILE becomes the process id (replies are unchanged)\n"
+    "  --heap-per-case         a new descriptor heap for every case instead of one for all (slow under\n"
+    "                          vkd3d + lavapipe; for comparison with the shared heap)\n"
     "  --verbose               log every step to stderr\n";
 
 static bool parse_options(int argc, char** argv, Options& o) {
@@ -259,6 +266,12 @@ static bool parse_options(int argc, char** argv, Options& o) {
             const char* v = value("--poison");
             if (!v) return false;
             o.poison = strcmp(v, "none") == 0 ? -1 : int(strtol(v, nullptr, 0) & 0xFF);
+        } else if (a == "--timings") {
+            const char* v = value("--timings");
+            if (!v) return false;
+            o.timings_path = v;
+        } else if (a == "--heap-per-case") {
+            o.heap_per_case = true;
         } else if (a == "--verbose") {
             g_verbose = true;
         } else {
@@ -999,6 +1012,181 @@ static bool build_desc(const OpInfo& info, Params& p, Tensor* const* in, Tensor&
 }
 
 // ---------------------------------------------------------------------------------------------
+// Per-request phase times (--timings FILE), for benchmarks/bench_directml.py. One JSON line per
+// request, microseconds from QueryPerformanceCounter, plus the GPU's own timestamps around the
+// initializer, the upload copies, the dispatch and the readback copy. Off unless asked for; the
+// replies are the same either way (the timestamp queries touch no tensor).
+// ---------------------------------------------------------------------------------------------
+enum Phase {
+    kWait,         // since the previous reply: the runner's side and reading this request
+    kDecode,       // request -> tensor and operator descriptions
+    kCreate,       // IDMLDevice::CreateOperator
+    kCompile,      // IDMLDevice::CompileOperator
+    kInitializer,  // IDMLDevice::CreateOperatorInitializer + binding properties
+    kHeap,         // the descriptor heap: made at the first case (or every case with --heap-per-case)
+    kResources,    // buffers, binding table
+    kUpload,       // inputs and poison into the upload buffer (CPU)
+    kInitialize,   // initializer recorded, submitted and waited for
+    kBind,         // binding table reset and bound for the operator
+    kDispatch,     // upload copies, dispatch, readback copy recorded, submitted and waited for
+    kReadback,     // output out of the readback buffer (CPU)
+    kReply,        // the case's objects released, the reply frame written
+    kPhaseCount
+};
+static const char* const kPhaseNames[kPhaseCount] = {"wait",      "decode", "create",     "compile", "initializer",
+                                                     "heap",      "resources", "upload", "initialize", "bind",
+                                                     "dispatch",  "readback", "reply"};
+// GPU timestamps written per request: initializer before/after; dispatch list start, after the upload
+// copies, after the dispatch, after the readback copy.
+enum GpuMark { kGpuInitBegin, kGpuInitEnd, kGpuBegin, kGpuUploaded, kGpuDispatched, kGpuReadBack, kGpuMarks };
+
+static LONGLONG qpc_now() {
+    LARGE_INTEGER t;
+    QueryPerformanceCounter(&t);
+    return t.QuadPart;
+}
+
+struct PhaseTimer {
+    FILE* file = nullptr;
+    double ticks_per_us = 1;
+    LONGLONG origin = 0;  // static initialisation, i.e. just before main()
+    long long origin_unix_us = 0;
+    LONGLONG last = 0;
+    LONGLONG request_start = 0;  // when the request being served had been read
+    double us[kPhaseCount] = {};
+    std::string op, status;
+    // Timestamp queries on the device's queue; created on first use and never released (they live as
+    // long as the device, which is released only by process exit).
+    ID3D12QueryHeap* queries = nullptr;
+    ID3D12Resource* query_readback = nullptr;
+    UINT64 gpu_frequency = 0;
+    bool gpu_written[kGpuMarks] = {};
+
+    PhaseTimer() {
+        LARGE_INTEGER f;
+        QueryPerformanceFrequency(&f);
+        ticks_per_us = double(f.QuadPart) / 1e6;
+        origin = last = qpc_now();
+        FILETIME ft;
+        GetSystemTimeAsFileTime(&ft);  // 100 ns since 1601
+        long long t100 = (long long)(((unsigned long long)ft.dwHighDateTime << 32) | ft.dwLowDateTime);
+        origin_unix_us = (t100 - 116444736000000000LL) / 10;
+    }
+    double since_origin_us(LONGLONG t) const { return double(t - origin) / ticks_per_us; }
+    // Time since the last lap goes to phase p.
+    void lap(Phase p) {
+        if (!file) return;
+        LONGLONG now = qpc_now();
+        us[p] += double(now - last) / ticks_per_us;
+        last = now;
+    }
+    void open(const std::string& path_pattern, const std::string& device_error) {
+        std::string path = path_pattern;
+        size_t at = path.find("%p");
+        if (at != std::string::npos) path.replace(at, 2, strf("%lu", (unsigned long)GetCurrentProcessId()));
+        file = fopen(path.c_str(), "ab");
+        if (!file) {
+            log_line("--timings: cannot open %s for appending; no timings", path.c_str());
+            return;
+        }
+        LONGLONG now = qpc_now();
+        fprintf(file, "{\"event\":\"start\",\"pid\":%lu,\"main_unix_us\":%lld,\"device_us\":%.1f,\"device\":%s}\n",
+                (unsigned long)GetCurrentProcessId(), origin_unix_us, since_origin_us(now),
+                dmlh::json_string(device_error.empty() ? "ready" : device_error).c_str());
+        fflush(file);
+        last = now;
+    }
+    // A request has been read: the time since the previous one ended is the wait.
+    void begin_request() {
+        if (!file) return;
+        for (double& u : us) u = 0;
+        for (bool& w : gpu_written) w = false;
+        op.clear();
+        status.clear();
+        lap(kWait);
+        request_start = last;
+    }
+    void end_request(const std::string& id) {
+        if (!file) return;
+        lap(kReply);
+        std::string line = "{\"id\":" + dmlh::json_string(id) + ",\"op\":" + dmlh::json_string(op) +
+                           ",\"status\":" + dmlh::json_string(status) +
+                           strf(",\"t_us\":%.1f", since_origin_us(request_start));
+        for (int p = 0; p < kPhaseCount; p++) line += strf(",\"%s\":%.1f", kPhaseNames[p], us[p]);
+        UINT64 ticks[kGpuMarks] = {};
+        if (gpu_frequency && read_gpu_ticks(ticks)) {
+            auto span = [&](GpuMark a, GpuMark b) {
+                return gpu_written[a] && gpu_written[b] && ticks[b] >= ticks[a]
+                           ? strf("%.1f", double(ticks[b] - ticks[a]) * 1e6 / double(gpu_frequency))
+                           : std::string("null");
+            };
+            line += ",\"gpu_initialize\":" + span(kGpuInitBegin, kGpuInitEnd) + ",\"gpu_upload\":" +
+                    span(kGpuBegin, kGpuUploaded) + ",\"gpu_dispatch\":" + span(kGpuUploaded, kGpuDispatched) +
+                    ",\"gpu_readback\":" + span(kGpuDispatched, kGpuReadBack);
+        }
+        line += "}\n";
+        fputs(line.c_str(), file);
+        fflush(file);
+        last = qpc_now();  // writing the line is not the runner's time
+    }
+    // Timestamp m recorded in `list` (the query heap and its readback buffer made on first use).
+    void gpu_mark(Device& dev, ID3D12GraphicsCommandList* list, GpuMark m) {
+        if (!file) return;
+        if (!queries && !gpu_frequency) {
+            gpu_frequency = 1;  // tried once; 0 again below when anything fails
+            D3D12_QUERY_HEAP_DESC qd;
+            memset(&qd, 0, sizeof qd);
+            qd.Type = D3D12_QUERY_HEAP_TYPE_TIMESTAMP;
+            qd.Count = kGpuMarks;
+            UINT64 frequency = 0;
+            if (FAILED(dev.queue->GetTimestampFrequency(&frequency)) || !frequency ||
+                FAILED(dev.d3d->CreateQueryHeap(&qd, __uuidof(ID3D12QueryHeap), reinterpret_cast<void**>(&queries)))) {
+                queries = nullptr;
+                gpu_frequency = 0;
+                log_line("--timings: no GPU timestamps on this device");
+                return;
+            }
+            D3D12_HEAP_PROPERTIES hp;
+            memset(&hp, 0, sizeof hp);
+            hp.Type = D3D12_HEAP_TYPE_READBACK;
+            D3D12_RESOURCE_DESC rd;
+            memset(&rd, 0, sizeof rd);
+            rd.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
+            rd.Width = 256;
+            rd.Height = rd.DepthOrArraySize = rd.MipLevels = 1;
+            rd.SampleDesc.Count = 1;
+            rd.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
+            if (FAILED(dev.d3d->CreateCommittedResource(&hp, D3D12_HEAP_FLAG_NONE, &rd, D3D12_RESOURCE_STATE_COPY_DEST,
+                                                        nullptr, __uuidof(ID3D12Resource),
+                                                        reinterpret_cast<void**>(&query_readback)))) {
+                queries->Release();
+                queries = nullptr;
+                gpu_frequency = 0;
+                return;
+            }
+            gpu_frequency = frequency;
+        }
+        if (!queries) return;
+        list->EndQuery(queries, D3D12_QUERY_TYPE_TIMESTAMP, UINT(m));
+        gpu_written[m] = true;
+        // The last mark of a request resolves them all into the readback buffer, in the same list.
+        if (m == kGpuReadBack) list->ResolveQueryData(queries, D3D12_QUERY_TYPE_TIMESTAMP, 0, kGpuMarks,
+                                                      query_readback, 0);
+    }
+    bool read_gpu_ticks(UINT64* ticks) {
+        if (!query_readback || !gpu_written[kGpuReadBack]) return false;
+        void* p = nullptr;
+        D3D12_RANGE range = {0, sizeof(UINT64) * kGpuMarks};
+        if (FAILED(query_readback->Map(0, &range, &p))) return false;
+        memcpy(ticks, p, sizeof(UINT64) * kGpuMarks);
+        D3D12_RANGE none = {0, 0};
+        query_readback->Unmap(0, &none);
+        return true;
+    }
+};
+static PhaseTimer g_timer;
+
+// ---------------------------------------------------------------------------------------------
 // Execution.
 // ---------------------------------------------------------------------------------------------
 static UINT64 align_up(UINT64 v, UINT64 a) { return (v + a - 1) / a * a; }
@@ -1097,6 +1285,40 @@ static bool submit(Device& dev, Reply& r, const char* what) {
     return true;
 }
 
+// The shader-visible descriptor heap every case's binding table is written into, grown when a case needs more.
+// Creating one costs seconds on Wine's vkd3d 1.6 over lavapipe whatever its size (most of it zeroing a fresh
+// allocation), far more than everything else a case does, so it is made once, not per case (--heap-per-case
+// still does that); a case's table starts at the heap's first descriptor either way. Rewriting those
+// descriptors is safe: every submission is waited for before the next case begins. The heap lives as long as
+// the device (process exit releases both).
+static ID3D12DescriptorHeap* g_case_heap = nullptr;
+static UINT g_case_heap_size = 0;
+
+static HRESULT case_descriptor_heap(Device& dev, UINT descriptors, ID3D12DescriptorHeap*& heap) {
+    if (dev.opt.heap_per_case && g_case_heap) {  // the previous case's heap: its work has completed
+        g_case_heap->Release();
+        g_case_heap = nullptr;
+        g_case_heap_size = 0;
+    }
+    if (!g_case_heap || g_case_heap_size < descriptors) {
+        UINT size = g_case_heap_size * 2 > 64 ? g_case_heap_size * 2 : 64;
+        if (size < descriptors || dev.opt.heap_per_case) size = descriptors;
+        D3D12_DESCRIPTOR_HEAP_DESC hd;
+        memset(&hd, 0, sizeof hd);
+        hd.Type = D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV;
+        hd.NumDescriptors = size;
+        hd.Flags = D3D12_DESCRIPTOR_HEAP_FLAG_SHADER_VISIBLE;
+        ID3D12DescriptorHeap* grown = nullptr;
+        HRESULT hr = dev.d3d->CreateDescriptorHeap(&hd, __uuidof(ID3D12DescriptorHeap), reinterpret_cast<void**>(&grown));
+        if (FAILED(hr)) return hr;
+        if (g_case_heap) g_case_heap->Release();  // the GPU is idle: every submission was waited for
+        g_case_heap = grown;
+        g_case_heap_size = size;
+    }
+    heap = g_case_heap;
+    return S_OK;
+}
+
 #define TRY(call, what)                              \
     do {                                             \
         HRESULT hr_ = (call);                        \
@@ -1108,6 +1330,7 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
     if (dev.info_queue) dev.info_queue->ClearStoredMessages();
     Com<IDMLOperator> op;
     HRESULT hr = dev.dml->CreateOperator(&d.op, DMLH_IID(IDMLOperator), op.put());
+    g_timer.lap(kCreate);
     if (FAILED(hr)) {
         if (is_device_loss(hr)) return failure(dev, hr, "IDMLDevice::CreateOperator");
         if ((unsigned long)hr == 0x8007000EUL) return failure(dev, hr, "IDMLDevice::CreateOperator");
@@ -1117,6 +1340,7 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
     }
     Com<IDMLCompiledOperator> compiled;
     hr = dev.dml->CompileOperator(op.get(), dev.exec_flags, DMLH_IID(IDMLCompiledOperator), compiled.put());
+    g_timer.lap(kCompile);
     if (FAILED(hr)) {
         if ((unsigned long)hr == 0x80070057UL) {
             std::string dbg = info_queue_text(dev);
@@ -1130,6 +1354,7 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
     TRY(dev.dml->CreateOperatorInitializer(1, ops, DMLH_IID(IDMLOperatorInitializer), init.put()),
         "IDMLDevice::CreateOperatorInitializer");
     DML_BINDING_PROPERTIES ip = binding_properties(init.get()), ep = binding_properties(compiled.get());
+    g_timer.lap(kInitializer);
     if (g_verbose)
         log_line("%s: binding properties: initializer %u descriptors, temporary %llu; execution %u descriptors, "
              "temporary %llu, persistent %llu", info.name, ip.RequiredDescriptorCount,
@@ -1139,14 +1364,9 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
     // Resources: every one is created before anything is recorded.
     UINT descriptors = ip.RequiredDescriptorCount > ep.RequiredDescriptorCount ? ip.RequiredDescriptorCount
                                                                                : ep.RequiredDescriptorCount;
-    D3D12_DESCRIPTOR_HEAP_DESC hd;
-    memset(&hd, 0, sizeof hd);
-    hd.Type = D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV;
-    hd.NumDescriptors = descriptors ? descriptors : 1;
-    hd.Flags = D3D12_DESCRIPTOR_HEAP_FLAG_SHADER_VISIBLE;
-    Com<ID3D12DescriptorHeap> heap;
-    TRY(dev.d3d->CreateDescriptorHeap(&hd, __uuidof(ID3D12DescriptorHeap), heap.put()),
-        "ID3D12Device::CreateDescriptorHeap");
+    ID3D12DescriptorHeap* heap = nullptr;
+    TRY(case_descriptor_heap(dev, descriptors ? descriptors : 1, heap), "ID3D12Device::CreateDescriptorHeap");
+    g_timer.lap(kHeap);
     const D3D12_RESOURCE_FLAGS uav = D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS;
     UINT64 temp_size = ip.TemporaryResourceSize > ep.TemporaryResourceSize ? ip.TemporaryResourceSize
                                                                            : ep.TemporaryResourceSize;
@@ -1180,6 +1400,7 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
     TRY(make_buffer(dev, D3D12_HEAP_TYPE_READBACK, out_size, D3D12_RESOURCE_STATE_COPY_DEST,
                     D3D12_RESOURCE_FLAG_NONE, readback),
         "ID3D12Device::CreateCommittedResource (readback buffer)");
+    g_timer.lap(kResources);
     {
         void* p = nullptr;
         D3D12_RANGE none = {0, 0};
@@ -1193,12 +1414,13 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
         D3D12_RANGE all = {0, SIZE_T(upload_size)};
         upload->Unmap(0, &all);
     }
+    g_timer.lap(kUpload);
 
     // Binding table: first for the initializer, then reset for the compiled operator.
     DML_BINDING_TABLE_DESC btd;
     btd.Dispatchable = init.get();
-    btd.CPUDescriptorHandle = heap_cpu_start(heap.get());
-    btd.GPUDescriptorHandle = heap_gpu_start(heap.get());
+    btd.CPUDescriptorHandle = heap_cpu_start(heap);
+    btd.GPUDescriptorHandle = heap_gpu_start(heap);
     btd.SizeInDescriptors = descriptors;
     Com<IDMLBindingTable> table;
     TRY(dev.dml->CreateBindingTable(&btd, DMLH_IID(IDMLBindingTable), table.put()), "IDMLDevice::CreateBindingTable");
@@ -1211,13 +1433,17 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
         table->BindTemporaryResource(&temp_desc);
     }
     if (ep.PersistentResourceSize) table->BindOutputs(1, &persistent_desc);  // the initializer fills it
+    g_timer.lap(kResources);
 
     Reply r;
-    ID3D12DescriptorHeap* heaps[] = {heap.get()};
+    ID3D12DescriptorHeap* heaps[] = {heap};
     if (!begin_list(dev, r, "operator initializer")) return r;
+    g_timer.gpu_mark(dev, dev.list.get(), kGpuInitBegin);
     dev.list->SetDescriptorHeaps(1, heaps);
     dev.recorder->RecordDispatch(dev.list.get(), init.get(), table.get());
+    g_timer.gpu_mark(dev, dev.list.get(), kGpuInitEnd);
     if (!submit(dev, r, "operator initializer dispatch")) return r;
+    g_timer.lap(kInitialize);
 
     btd.Dispatchable = compiled.get();
     TRY(table->Reset(&btd), "IDMLBindingTable::Reset (compiled operator)");
@@ -1236,8 +1462,10 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
         table->BindTemporaryResource(&temp_desc);
     }
     if (ep.PersistentResourceSize) table->BindPersistentResource(&persistent_desc);
+    g_timer.lap(kBind);
 
     if (!begin_list(dev, r, "operator dispatch")) return r;
+    g_timer.gpu_mark(dev, dev.list.get(), kGpuBegin);
     for (int i = 0; i < n_in; i++) {
         if (in[i]->buffer.TotalTensorSizeInBytes)
             dev.list->CopyBufferRegion(in_buf[i].get(), 0, upload.get(), upload_offset[i],
@@ -1248,12 +1476,16 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
     if (dev.opt.poison >= 0 && out_size)
         dev.list->CopyBufferRegion(out_buf.get(), 0, upload.get(), upload_offset[2], out_size);
     transition(dev.list.get(), out_buf.get(), D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    g_timer.gpu_mark(dev, dev.list.get(), kGpuUploaded);
     dev.list->SetDescriptorHeaps(1, heaps);
     dev.recorder->RecordDispatch(dev.list.get(), compiled.get(), table.get());
     uav_barrier(dev.list.get());
+    g_timer.gpu_mark(dev, dev.list.get(), kGpuDispatched);
     transition(dev.list.get(), out_buf.get(), D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
     if (out_size) dev.list->CopyBufferRegion(readback.get(), 0, out_buf.get(), 0, out_size);
+    g_timer.gpu_mark(dev, dev.list.get(), kGpuReadBack);
     if (!submit(dev, r, "operator dispatch")) return r;
+    g_timer.lap(kDispatch);
 
     Reply ok = Reply::make("ok", "");
     ok.data.resize(size_t(out.nbytes));
@@ -1265,6 +1497,7 @@ static Reply execute(Device& dev, const OpInfo& info, OpDesc& d, Tensor* const* 
         D3D12_RANGE none = {0, 0};
         readback->Unmap(0, &none);
     }
+    g_timer.lap(kReadback);
     if (g_verbose) {
         std::string dbg = info_queue_text(dev);
         if (!dbg.empty()) log_line("debug layer: %s", dbg.c_str());
@@ -1325,6 +1558,7 @@ static void handle_run(Device& dev, const dmlh::Frame& frame, const std::string&
     const JValue* params = h.get("params");
     Params p{params && params->type == JValue::Object ? params : nullptr, Reply()};
     OpDesc d;
+    g_timer.op = info->name;
     if (!build_desc(*info, p, in_ptrs, out, d)) {
         send_reply(id, p.bad, nullptr);
         return;
@@ -1337,7 +1571,9 @@ static void handle_run(Device& dev, const dmlh::Frame& frame, const std::string&
                    nullptr);
         return;
     }
+    g_timer.lap(kDecode);
     Reply r = execute(dev, *info, d, in_ptrs, out);
+    g_timer.status = r.status;
     if (g_verbose || r.status == "error")
         log_line("%s: %s%s%s", id.c_str(), r.status.c_str(), r.message.empty() ? "" : ": ", r.message.c_str());
     send_reply(id, r, &out);
@@ -1370,6 +1606,7 @@ int main(int argc, char** argv) {
     Device dev;
     if (!parse_options(argc, argv, dev.opt)) return 2;
     std::string init_error = init_device(dev);
+    if (!dev.opt.timings_path.empty()) g_timer.open(dev.opt.timings_path, init_error);
     if (init_error.empty())
         log_line("%s, DirectML %s (%s), feature level %s", dev.adapter_name.c_str(), dev.dml_version.c_str(),
              dev.dml_path.c_str(), level_label(dev.feature_level).c_str());
@@ -1409,7 +1646,9 @@ int main(int argc, char** argv) {
                 send_reply(id, Reply::make("error", "run request before the hello handshake"), nullptr);
             } else {
                 g_case_id = id;
+                g_timer.begin_request();
                 handle_run(dev, frame, id);
+                g_timer.end_request(id);
             }
         } else if (kind == "bye") {
             return 0;

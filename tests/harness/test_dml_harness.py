@@ -268,3 +268,64 @@ def test_bundled_cases_through_dmlconform_run(harness: str, tmp_path: Path) -> N
     assert set(unexpected.get("FAIL", [])) <= known_accepted and set(unexpected) <= {"FAIL"}, unexpected
     assert len(by_status.get("PASS", [])) >= 40 and len(by_status.get("INVALID_OK", [])) >= 55, by_status
     assert all(case["status"] == "PASS" for case in cases if case["id"].startswith("seed/"))
+
+
+# -- --timings and the shared descriptor heap ------------------------------------------------------------
+def maxpool_request(case_id: str) -> tuple[dict, bytes]:
+    """MaxPoolingGrad 3x3 stride 2 pad 1 on 1x1x5x5: the operator that asks for the most descriptors (6)
+    and a temporary resource."""
+    x = np.array([(i * 7) % 11 - 5 for i in range(25)], np.float32).reshape(1, 1, 5, 5)
+    dy = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)
+    entries, payload = protocol.pack_tensors([("InputTensor", x), ("InputGradientTensor", dy)])
+    header = {"id": case_id, "op": "MAX_POOLING_GRAD",
+              "params": {"DimensionCount": 2, "Strides": [2, 2], "WindowSize": [3, 3], "StartPadding": [1, 1],
+                         "EndPadding": [1, 1], "Dilations": [1, 1]},
+              "inputs": entries, "outputs": [{"name": "OutputGradientTensor", "DataType": 1, "Sizes": [1, 1, 5, 5]}]}
+    return header, payload
+
+
+def replies(command: str, requests: list[tuple[dict, bytes]]) -> list[tuple[dict, bytes]]:
+    client = Raw(command)
+    try:
+        client.hello()
+        answers = []
+        for header, payload in requests:
+            client.send(protocol.encode_frame({"type": "run", **header}, payload))
+            frame = client.frame()
+            answers.append((frame.header, frame.payload))
+        assert client.finish()[0] == 0
+        return answers
+    finally:
+        if client.process.poll() is None:
+            client.process.kill()
+
+
+def test_timings_write_a_line_per_request_and_change_no_reply(harness: str, tmp_path: Path) -> None:
+    requests = [relu_request("t/relu", [2, 3], [2, 3], [2, 3]), maxpool_request("t/pool"),
+                relu_request("t/refused", [1, 4], [1, 4], [1, 5]), relu_request("t/relu-again", [2, 3], [2, 3], [2, 3])]
+    plain = replies(harness, requests)
+    timed = replies(f"{harness} --timings {tmp_path}/t-%p.jsonl", requests)
+    assert [h["status"] for h, _ in plain] == ["ok", "ok", "refused", "ok"]
+    assert timed == plain  # headers and output bytes
+    (path,) = tmp_path.glob("t-*.jsonl")
+    start, *lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert start["event"] == "start" and path.name == f"t-{start['pid']}.jsonl" and start["device_us"] > 0
+    assert [(r["id"], r["op"], r["status"]) for r in lines] == [
+        ("t/relu", "ACTIVATION_RELU_GRAD", "ok"), ("t/pool", "MAX_POOLING_GRAD", "ok"),
+        ("t/refused", "ACTIVATION_RELU_GRAD", "refused"), ("t/relu-again", "ACTIVATION_RELU_GRAD", "ok")]
+    phases = ("wait", "decode", "create", "compile", "initializer", "heap", "resources", "upload", "initialize",
+              "bind", "dispatch", "readback", "reply")
+    for r in lines:
+        assert all(r[p] >= 0 for p in phases), r
+    assert lines[3]["heap"] < lines[0]["heap"] / 10  # made at the first case only
+    assert lines[2]["dispatch"] == 0 and "gpu_dispatch" not in lines[2]  # refused before any dispatch
+    assert lines[0]["gpu_dispatch"] is not None and lines[0]["t_us"] < lines[3]["t_us"]
+
+
+def test_a_heap_per_case_gives_the_same_replies_as_the_shared_heap(harness: str) -> None:
+    """The shared heap rewrites the previous case's descriptors; --heap-per-case is the old way."""
+    requests = [maxpool_request("t/pool"), relu_request("t/relu", [3, 4], [3, 4], [3, 4]), maxpool_request("t/pool2")]
+    shared = replies(harness, requests)
+    assert [h["status"] for h, _ in shared] == ["ok", "ok", "ok"]
+    assert shared == replies(f"{harness} --heap-per-case", requests)
+    assert shared[0][1] == shared[2][1]  # the same case again, on the reused heap

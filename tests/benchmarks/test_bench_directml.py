@@ -1,0 +1,100 @@
+"""benchmarks/bench_directml.py's own logic: reading the harness's --timings, splitting a run's worker time, and
+the two checks that the runs agree (per-case results, output bytes), which must catch a difference."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_directml.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_directml", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_directml"] = module  # dataclasses resolve their annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def request(case_id: str, wait: float = 100.0, **phases: float) -> dict[str, object]:
+    record: dict[str, object] = {"id": case_id, "op": "SLICE_GRAD", "status": "ok", "t_us": 0.0, "wait": wait}
+    record |= {phase: phases.get(phase, 10.0) for phase in ("decode", "create", "compile", "initializer", "heap",
+                                                            "resources", "upload", "initialize", "bind",
+                                                            "dispatch", "readback", "reply")}
+    return record
+
+
+def write_timings(folder: Path, pid: int, records: list[dict[str, object]], device_us: float = 5e5) -> None:
+    lines = [json.dumps({"event": "start", "pid": pid, "main_unix_us": 1e15, "device_us": device_us,
+                         "device": "ready"})]
+    lines += [json.dumps(r) for r in records]
+    (folder / f"timings-{pid}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def make_run(bench: ModuleType, folder: Path, results: dict[str, tuple], jobs: int = 1, wall_s: float = 2.0,
+             artifacts: dict[str, dict[str, str]] | None = None) -> object:
+    starts, requests = bench.read_timings(folder)
+    return bench.Run(f"jobs {jobs}", jobs, wall_s, folder, results, Counter(r[0] for r in results.values()),
+                     "llvmpipe", starts, requests, 0.0, artifacts or {})
+
+
+def test_timings_are_read_per_process_and_a_cut_off_line_is_skipped(bench: ModuleType, tmp_path: Path) -> None:
+    write_timings(tmp_path, 7, [request("a/1"), request("a/2")])
+    write_timings(tmp_path, 8, [request("a/3")])
+    with open(tmp_path / "timings-8.jsonl", "a") as f:
+        f.write('{"id": "a/4", "wait": 1')  # a harness killed while writing
+    starts, requests = bench.read_timings(tmp_path)
+    assert [s["pid"] for s in starts] == [7, 8]
+    assert [r["id"] for r in requests] == ["a/1", "a/2", "a/3"]
+    assert [r["order"] for r in requests] == [1, 2, 1]  # line numbers within each process's file
+
+
+def test_the_breakdown_accounts_for_all_worker_time(bench: ModuleType, tmp_path: Path) -> None:
+    write_timings(tmp_path, 7, [request("a/1", wait=9e5, heap=4e5), request("a/2", wait=2e4)], device_us=3e5)
+    run = make_run(bench, tmp_path, {"a/1": ("PASS",), "a/2": ("PASS",)}, jobs=2, wall_s=2.0)
+    parts = bench.breakdown(run)
+    assert parts["descriptor heap (once, or per case)"] == pytest.approx(0.40001)
+    assert parts["device creation (harness starts)"] == pytest.approx(0.3)
+    # The first wait of a process (handshake, loading) is not the runner's per-case time.
+    assert parts["harness waits for the runner"] == pytest.approx(0.02)
+    assert sum(parts.values()) == pytest.approx(2 * 2.0)
+
+
+def test_differing_results_are_reported_and_identical_ones_are_not(bench: ModuleType, tmp_path: Path) -> None:
+    same = {"a/1": ("PASS", None, None, 0, 0.0), "a/2": ("FAIL", None, None, 3, 1e-7)}
+    ours, again = make_run(bench, tmp_path, same), make_run(bench, tmp_path, dict(same))
+    assert bench.result_differences([ours, again]) == []
+    moved = make_run(bench, tmp_path, {**same, "a/2": ("FAIL", None, None, 4, 1e-7)})  # one ULP more
+    missing = make_run(bench, tmp_path, {"a/1": same["a/1"]})
+    lines = bench.result_differences([ours, moved, missing])
+    assert len(lines) == 2 and all("a/2" in line for line in lines)
+
+
+def test_outputs_must_be_byte_identical(bench: ModuleType, tmp_path: Path) -> None:
+    def folder(name: str, values: np.ndarray) -> Path:
+        path = tmp_path / name
+        (path / "out").mkdir(parents=True)
+        np.save(path / "out" / "dx.npy", values)
+        return path
+
+    values = np.array([1.0, -0.0, np.nan], np.float32)
+    flipped = values.copy()
+    flipped[1] = 0.0  # -0 -> +0: equal as numbers, not as bytes
+    artifacts = {"a/1": {"OutputGradientTensor": "out/dx.npy"}}
+    ours = make_run(bench, folder("ours", values), {}, artifacts=artifacts)
+    assert bench.output_differences(ours, make_run(bench, folder("same", values.copy()), {}, artifacts=artifacts)) \
+        == (1, [])
+    compared, lines = bench.output_differences(ours, make_run(bench, folder("peer", flipped), {}, artifacts=artifacts))
+    assert compared == 1 and lines == ["  a/1 OutputGradientTensor: not byte-identical"]
+    other_type = make_run(bench, folder("f16", values.astype(np.float16)), {}, artifacts=artifacts)
+    assert bench.output_differences(ours, other_type)[1]
