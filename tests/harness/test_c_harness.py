@@ -15,6 +15,9 @@ from dmlconform.runner import run_cases
 
 SOURCE = Path(__file__).resolve().parents[2] / "examples" / "c_harness" / "dmlc_harness.c"
 
+# The harness is compiled once, in a module fixture: one worker runs the module.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("c_harness")]
+
 
 @pytest.fixture(scope="module")
 def c_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -19,6 +19,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
+# Every test reads one module fixture (two real runs of a simulated driver): one worker runs the module.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report-html")]
+
 
 @pytest.fixture(scope="module")
 def update(tmp_path_factory) -> DriverUpdate:

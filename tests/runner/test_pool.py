@@ -57,6 +57,7 @@ def run_all(pool: WorkerPool, cases, on_done=None) -> dict[int, list[CaseResult]
     return done
 
 
+@pytest.mark.slow
 def test_two_workers_give_the_serial_results_case_for_case(cases) -> None:
     serial = run_cases(cases, NumpyBackend())
     done = run_all(make_pool(2), cases)
@@ -64,6 +65,7 @@ def test_two_workers_give_the_serial_results_case_for_case(cases) -> None:
     assert [comparable(done[i][0]) for i in range(len(cases))] == [comparable(r) for r in serial.results]
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_costs_its_case_and_is_replaced(cases) -> None:
     seed = [c for c in cases if c.suite == "seed"][:3]
     pool = make_pool(1, "native", f"{HARNESS} --delay 1")
@@ -83,6 +85,7 @@ def test_a_worker_that_dies_costs_its_case_and_is_replaced(cases) -> None:
     assert pool.workers[0].process.pid != victim
 
 
+@pytest.mark.slow
 def test_a_stop_ends_the_run_and_kill_takes_the_harnesses_with_it(cases, tmp_path) -> None:
     log = tmp_path / "served.log"
     stop = threading.Event()
@@ -118,6 +121,7 @@ def test_a_backend_that_cannot_start_is_one_line() -> None:
     assert "cannot start harness" in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.slow
 def test_a_worker_that_overruns_its_deadline_is_killed_and_the_case_is_a_timeout(cases) -> None:
     seed = [c for c in cases if c.suite == "seed"][:2]
     pool = make_pool(1, "native", f"{HARNESS} --delay 1.5")
@@ -164,6 +168,7 @@ def count_messages(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return sizes
 
 
+@pytest.mark.slow
 def test_fast_cases_travel_many_to_a_message_and_give_the_serial_results(cases, monkeypatch) -> None:
     sizes = count_messages(monkeypatch)
     chosen = cases[:400]
@@ -173,6 +178,7 @@ def test_fast_cases_travel_many_to_a_message_and_give_the_serial_results(cases, 
     assert sum(sizes) == len(chosen) and len(sizes) < len(chosen) / 4 and max(sizes) > 8
 
 
+@pytest.mark.slow
 def test_slow_cases_travel_one_to_a_message(cases, monkeypatch) -> None:
     sizes = count_messages(monkeypatch)
     seed = [c for c in cases if c.suite == "seed"][:4]
