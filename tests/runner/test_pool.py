@@ -188,6 +188,7 @@ def test_slow_cases_travel_one_to_a_message(cases, monkeypatch) -> None:
     assert sizes == [1, 1, 1, 1]
 
 
+@pytest.mark.slow
 def test_a_worker_killed_while_it_holds_many_cases_costs_one_and_the_rest_run(cases) -> None:
     chosen = [c for c in cases if not c.expect_invalid][:300]
     # The harness never answers case 40, so the kill after 40 results lands while the worker runs a case (that one),
@@ -213,6 +214,7 @@ def test_a_worker_killed_while_it_holds_many_cases_costs_one_and_the_rest_run(ca
     assert all(done[i][0].status is Status.PASS for i in done if i not in crashed)
 
 
+@pytest.mark.slow
 def test_a_worker_killed_after_answering_all_it_held_is_replaced_and_the_rest_run(cases) -> None:
     """Killed once its answers are in the pipe, the worker has no case running: it is replaced all the same (it was
     not: the run ended there, and the cases left came out as ERROR, "no worker process could run it")."""
