@@ -14,8 +14,7 @@ from click.testing import CliRunner
 from dmlconform.cli import main
 from tests.triage.runs import NEW_HARNESS, REGRESSED, DriverUpdate, driver_update, invoke
 
-# Every test reads one module fixture (two real runs of a simulated driver): one worker runs the module.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cli-triage")]
+pytestmark = pytest.mark.slow  # every test reads one module fixture: two real runs of a simulated driver
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,7 @@ from dmlconform.runner import run_cases
 
 SOURCE = Path(__file__).resolve().parents[2] / "examples" / "c_harness" / "dmlc_harness.c"
 
-# The harness is compiled once, in a module fixture: one worker runs the module.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("c_harness")]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

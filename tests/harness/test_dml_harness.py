@@ -35,9 +35,9 @@ DLL_PLACES = [Path(p) for p in (os.environ.get("DMLH_DIRECTML_DLL", ""),) if p] 
 #: Wine start-up plus D3D12/DirectML device creation is a few seconds; a cold prefix takes longer.
 START_S = 120.0
 
-# The harness is built with its own Wine prefix in a module fixture, and Wine is slow to start: one worker runs
-# the module.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("directml-wine")]
+# Wine is slow to start; the harness is built, with a Wine prefix of its own, once for the module (and the module
+# runs on one pytest-xdist worker: --dist loadfile).
+pytestmark = pytest.mark.slow
 
 
 def _missing() -> str:

@@ -19,8 +19,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
-# Every test reads one module fixture (two real runs of a simulated driver): one worker runs the module.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report-html")]
+pytestmark = pytest.mark.slow  # every test reads one module fixture: two real runs of a simulated driver
 
 
 @pytest.fixture(scope="module")

@@ -28,10 +28,9 @@ def drifted(scanned_cases: list[Case]):
             for case, result in zip(cases, results, strict=True)]
 
 
-# Both tests read one module fixture: on one worker it is computed once.
+# Both tests read one module fixture, computed once (the module runs on one pytest-xdist worker: --dist loadfile).
 @pytest.mark.slow
 @pytest.mark.tier_scan
-@pytest.mark.xdist_group("triage-drifted")
 def test_the_worst_element_ratio_is_the_closeness_the_comparator_recorded(drifted) -> None:
     off = 0
     for case, result, inspection in drifted:
@@ -45,7 +44,6 @@ def test_the_worst_element_ratio_is_the_closeness_the_comparator_recorded(drifte
 
 @pytest.mark.slow
 @pytest.mark.tier_scan
-@pytest.mark.xdist_group("triage-drifted")
 def test_terms_add_up_to_the_reference_sum_and_count(drifted) -> None:
     checked = 0
     for case, _, inspection in drifted:
