@@ -6,7 +6,8 @@
   commit this branch started from, loaded from git), on 16M fp32 elements with 10 % off by 1 ULP;
 * the ULP histogram a failing case carries, against judging the same tensors;
 * `diff` of two results of the bundled suites (every tier committed), against reading the two result files;
-* `show`'s list of terms for a summing case (one reference run per gradient element), against one reference run.
+* `show`'s list of terms for a summing case (the reference run on halves, quarters, ... of the gradient), against one
+  reference run, and against one reference run per gradient element (how the terms were found before).
 Machines here are noisy: read the ratios, not the absolute times.
 """
 
@@ -32,7 +33,7 @@ from dmlconform.results.diff import diff_runs
 from dmlconform.results.document import read_document
 from dmlconform.runner import run_cases
 from dmlconform.suite.loader import load_paths
-from dmlconform.triage.inspection import PROBE_LIMIT, inspect_case
+from dmlconform.triage.inspection import GRADIENT, PROBE_LIMIT, inspect_case
 from dmlconform.ulp_histogram import ulp_histogram
 
 #: The commit this branch started from: its comparator has no closeness.
@@ -86,7 +87,19 @@ def diffing(repeats: int) -> tuple[float, float]:
                           lambda: (read_document(folder / "old.json"), read_document(folder / "new.json")), repeats)
 
 
-def terms(repeats: int) -> tuple[float, float, str]:
+def _one_run_per_gradient_element(case) -> None:
+    """The weights of every gradient element at every output element, as `show` found them before halving."""
+    gradient = case.inputs[GRADIENT]
+    unit = np.zeros_like(gradient)
+    with np.errstate(all="ignore"):
+        for flat in range(gradient.size):
+            unit.flat[flat] = 1
+            reference = case.op.reference(case.description, {**case.inputs, GRADIENT: unit.copy()})
+            _ = reference.accumulation["OutputGradientTensor"].value
+            unit.flat[flat] = 0
+
+
+def terms(repeats: int) -> tuple[float, float, float, float, str]:
     cases = load_paths([bundled_suites()])
     summing = [c for c in cases if c.op.name == "RESAMPLE_GRAD1" and c.expected is not None
                and c.inputs["InputGradientTensor"].size <= PROBE_LIMIT]
@@ -97,18 +110,21 @@ def terms(repeats: int) -> tuple[float, float, str]:
     label = f"{case.full_id} (dY {case.inputs['InputGradientTensor'].size} elements)"
     ours, peer = paired_medians(lambda: inspect_case(case, actual, top=1),
                                 lambda: case.op.reference(case.description, case.inputs), repeats)
-    return ours, peer, label
+    again, before = paired_medians(lambda: inspect_case(case, actual, top=1),
+                                   lambda: _one_run_per_gradient_element(case), max(1, repeats // 3))
+    return ours, peer, again, before, label
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     repeats = parser.parse_args().repeats
-    term_ours, term_peer, term_case = terms(repeats)
+    term_ours, term_peer, term_again, term_before, term_case = terms(repeats)
     rows = [("comparator with closeness, 16M fp32", *closeness(repeats), "comparator before closeness"),
             ("ULP histogram of a failing 16M fp32 output", *histogram(repeats), "judging it"),
             ("diff of two results of the bundled suites", *diffing(repeats), "reading the two files"),
-            ("show: the terms of one element", term_ours, term_peer, "one reference run")]
+            ("show: the terms of one element", term_ours, term_peer, "one reference run"),
+            ("show: the terms of one element", term_again, term_before, "a reference run per dY element")]
     print(f"{'work':44} {'ours (s)':>9} {'peer (s)':>9} {'ours/peer':>9}  peer")
     for name, ours, peer, peer_name in rows:
         print(f"{name:44} {ours:9.4f} {peer:9.4f} {ours / peer:9.2f}  {peer_name}")

@@ -31,6 +31,7 @@ def cases():
     return load_paths([VECTORS])
 
 
+@pytest.mark.slow
 def test_enough_cases_and_unique_suites(cases):
     assert len(cases) >= 1500  # the standard tier: hand-written suites and the committed generated ones
     ids = [case.full_id for case in cases]
@@ -40,6 +41,7 @@ def test_enough_cases_and_unique_suites(cases):
                                            "MAX_POOLING_GRAD", "RESAMPLE_GRAD1")), per_op
 
 
+@pytest.mark.slow
 def test_every_case_passes_on_the_reference(cases):
     backend = NumpyBackend()
     statuses = Counter()
@@ -161,6 +163,7 @@ def test_smoke_is_a_small_part_of_standard(cases):
     assert 300 <= len(smoke) <= len(cases) // 2
 
 
+@pytest.mark.slow
 def test_the_standard_tier_passes_on_onnxruntime_cpu(cases):
     """The issue's bar: the standard tier passes on the reference and on ONNX Runtime's CPU provider, whose
     graphs share no code with the reference."""

@@ -168,6 +168,7 @@ def _same_param(a: object, b: object, kind: ParamKind, dtype: DataType) -> bool:
     return a == b
 
 
+@pytest.mark.slow
 def test_every_bundled_case_is_rebuilt_exactly_from_its_request(bundled_cases: list[Case]) -> None:
     for case in bundled_cases:
         frame = read_back(protocol.encode_run_request(case.full_id, case.description, case.inputs))

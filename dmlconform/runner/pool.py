@@ -347,6 +347,8 @@ class WorkerPool:
                 worker = self.workers[worker.slot]  # replaced if it died
                 if not worker.tasks:
                     del busy[worker.slot]
+                    if worker.process.exitcode is not None:  # it died after its last answer: no case to charge
+                        worker = self._replace(worker) or worker
                 tries = attempts.setdefault(index, [])
                 tries.append(result)
                 if result.duration_s > 0:

@@ -28,8 +28,8 @@ from dmlconform.ulp_histogram import UlpBucket, integer_distance, merge_histogra
 #: Elements listed by default, and terms listed per element.
 TOP_ELEMENTS = 10
 TERMS_SHOWN = 8
-#: Terms are found by running the reference once per gradient element (the operators are linear in it), so
-#: only for gradients up to this many elements.
+#: Terms are found by running the reference on parts of the gradient (the operators are linear in it), so only
+#: for gradients up to this many elements.
 PROBE_LIMIT = 4096
 GRADIENT = "InputGradientTensor"
 
@@ -256,29 +256,48 @@ def _accumulated(terms: Accumulation) -> Accumulated:
 
 
 def _with_terms(case: Case, variant: str, elements: list[ElementDetail], notes: list[str]) -> list[ElementDetail]:
-    """Each element's terms, found by probing the reference with one gradient element at a time."""
-    wanted = [e for e in elements if e.accumulated is not None]
+    """Each element's terms. The operators are linear in the gradient: the weight of gradient element s in output
+    element e is the reference's sum at e for a gradient that is 1 at s and 0 elsewhere (a probe). A probe with 1 on a
+    whole range of gradient elements gives Σ|w| > 0 at e exactly when some element of the range reaches e, so the
+    ranges are halved from the whole gradient down, and a range that reaches none of the elements is dropped: a few
+    probes per term instead of one per gradient element."""
+    wanted = [(e.output, e.index) for e in elements if e.accumulated is not None]
     gradient = case.inputs.get(GRADIENT)
     if not wanted or gradient is None:
         return elements
     if gradient.size > PROBE_LIMIT:
         notes.append(f"terms not listed: the gradient has {gradient.size} elements (listed up to {PROBE_LIMIT})")
         return elements
-    weights: dict[tuple[str, tuple[int, ...]], list[Term]] = {(e.output, e.index): [] for e in wanted}
-    unit = np.zeros_like(gradient)
+    weights: dict[tuple[str, tuple[int, ...]], list[Term]] = {key: [] for key in wanted}
+
+    def probe(start: int, stop: int) -> dict[tuple[str, tuple[int, ...]], tuple[float, float]]:
+        """Per wanted element: Σ w and Σ |w| over the gradient elements start..stop-1."""
+        ones = np.zeros_like(gradient)
+        ones.flat[start:stop] = 1
+        reference = case.op.reference(case.description, {**case.inputs, GRADIENT: ones}, variant)
+        sums = {}
+        for output, index in wanted:
+            accumulation, shape = reference.accumulation[output], case.description.tensors[output].shape
+            sums[(output, index)] = (float(np.broadcast_to(accumulation.value, shape)[index]),
+                                     float(np.broadcast_to(accumulation.abs_sum, shape)[index]))
+        return sums
+
     with np.errstate(all="ignore"):
-        for flat in range(gradient.size):
-            unit.flat[flat] = 1
-            # A copy: the accumulation data are computed lazily from the inputs, after `unit` is reset below.
-            reference = case.op.reference(case.description, {**case.inputs, GRADIENT: unit.copy()}, variant)
-            unit.flat[flat] = 0
-            source = tuple(int(i) for i in np.unravel_index(flat, gradient.shape))
-            dy = float(gradient.flat[flat])
-            for output, index in weights:
-                value = reference.accumulation[output].value
-                weight = float(np.broadcast_to(value, case.description.tensors[output].shape)[index])
+        ranges = [(0, gradient.size)]  # a stack, lower half on top: sources are found in ascending order
+        while ranges:
+            start, stop = ranges.pop()
+            sums = probe(start, stop)
+            if all(magnitude == 0 for _, magnitude in sums.values()):
+                continue
+            if stop - start > 1:
+                middle = (start + stop) // 2
+                ranges += [(middle, stop), (start, middle)]
+                continue
+            source = tuple(int(i) for i in np.unravel_index(start, gradient.shape))
+            dy = float(gradient.flat[start])
+            for key, (weight, _) in sums.items():
                 if weight != 0:
-                    weights[(output, index)].append(Term(source, dy, weight, weight * dy))
+                    weights[key].append(Term(source, dy, weight, weight * dy))
     detailed = []
     for element in elements:
         terms = weights.get((element.output, element.index))

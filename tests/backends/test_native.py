@@ -50,6 +50,7 @@ def reference_statuses(cases: list[Case]) -> dict[str, Status]:
     return {r.id: r.status for r in result.results}
 
 
+@pytest.mark.slow
 def test_python_harness_gives_the_same_status_as_in_process_numpy() -> None:
     cases = load([VECTORS])
     native = statuses(cases, HARNESS)
@@ -68,6 +69,7 @@ def test_handshake_fills_backend_info() -> None:
     assert backend._process is None  # closed
 
 
+@pytest.mark.slow
 def test_injected_crash_hang_and_garbage_hit_exactly_their_cases() -> None:
     cases = load([SEED])
     ids = [c.full_id for c in cases]
@@ -97,6 +99,7 @@ def test_crash_by_signal_names_the_signal() -> None:
     ("shape", "Sizes"), ("id", "reply is for case"), ("kind", "unknown reply status"),
     ("truncate", "closed its stdout mid-reply"),
 ])
+@pytest.mark.slow
 def test_each_kind_of_garbage_is_an_error_and_the_next_case_still_runs(mode: str, words: str) -> None:
     cases = [c for c in load([SEED]) if not c.expect_invalid][:2]
     first, second = cases[0].full_id, cases[1].full_id
@@ -113,6 +116,7 @@ def test_removed_device_is_a_crash_with_the_reason_and_the_harness_restarts() ->
     assert got[cases[2].full_id][0] is Status.PASS
 
 
+@pytest.mark.slow
 def test_invalid_cases_reach_the_harness_even_for_undeclared_operators() -> None:
     case = next(c for c in load([VECTORS]) if c.expect_invalid)
     backend = NativeBackend(HARNESS, 30)
@@ -150,6 +154,7 @@ def test_a_harness_that_cannot_start_is_a_one_line_error(command: str, words: st
     assert words in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.slow
 def test_cli_exits_2_with_one_line_when_the_harness_cannot_start() -> None:
     result = CliRunner().invoke(main, ["run", str(SEED), "--backend", "native", "--harness", "nonexistent-xyz"])
     assert result.exit_code == 2

@@ -106,6 +106,7 @@ def test_info_names_torch_and_the_device():
 
 # -- the bundled suites ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.slow
 def test_every_bundled_case_comes_out_as_on_the_reference(bundled_cases, device):
     backend = create_backend("torch", BackendOptions(device=device))
     reference = create_backend("numpy", BackendOptions())
@@ -247,6 +248,7 @@ def test_nan_reading_is_torchs_last_nan():
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dims", [2, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.slow
 def test_max_pooling_random_geometry_passes_against_the_reference(device, dims, dtype):
     rng = np.random.default_rng(50 + dims)
     checked = 0
@@ -410,6 +412,7 @@ def test_failures_are_classified(monkeypatch, error, kind):
         OutcomeKind.NOT_SUPPORTED: Status.NOT_SUPPORTED, OutcomeKind.ERROR: Status.ERROR}[kind]
 
 
+@pytest.mark.slow
 def test_cli_run_on_torch(tmp_path):
     report = tmp_path / "torch.json"
     result = CliRunner().invoke(main, ["run", "--backend", "torch", "-k", "relu", "--json", str(report)])

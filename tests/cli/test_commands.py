@@ -4,6 +4,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -17,6 +18,7 @@ def run(*args: str):
     return CliRunner().invoke(main, ["run", *args], catch_exceptions=False)
 
 
+@pytest.mark.slow
 def test_bundled_suites_are_found_and_pass():
     result = run()
     assert result.exit_code == 0, result.output

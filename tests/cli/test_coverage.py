@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from dmlconform.cli import bundled_suites, main
@@ -13,6 +14,7 @@ def invoke(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
+@pytest.mark.slow
 def test_the_standard_tier_leaves_no_cell_empty():
     result = invoke("coverage", "--json", "-")
     assert result.exit_code == 0, result.stderr

@@ -16,12 +16,14 @@ def invoke(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
+@pytest.mark.slow
 def test_the_committed_tiers_are_exactly_what_the_generators_produce():
     result = invoke("generate", "--check")
     assert result.exit_code == 0, result.stdout + result.stderr
     assert "smoke:" in result.stderr and "standard:" in result.stderr and "matches" in result.stderr
 
 
+@pytest.mark.slow
 def test_check_names_every_file_that_differs(tmp_path):
     shutil.copytree(bundled_suites() / "smoke", tmp_path / "smoke")
     target = tmp_path / "smoke" / "slice_grad.yaml"
@@ -86,6 +88,7 @@ def _dispatch_settings() -> list[tuple[str, ...]]:
     return list(dict.fromkeys(settings))
 
 
+@pytest.mark.slow
 def test_the_generators_give_the_same_bytes_whatever_simd_kernels_numpy_dispatches(tmp_path):
     """Contract §5: generated suites are identical on every machine. NumPy picks sort, unique and reduction
     kernels by the CPU's SIMD width at start-up (np.unique over +0 and -0 kept either, by kernel), so a

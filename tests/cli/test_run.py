@@ -21,6 +21,7 @@ def invoke(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
+@pytest.mark.slow
 def test_three_shards_merged_equal_the_full_run(tmp_path: Path, broken_suite: Path) -> None:
     suites = [str(bundled_suites()), str(broken_suite), "--tier", "smoke"]  # smoke: the point is the merging
     full = invoke("run", *suites, "--json", str(tmp_path / "full.json"))
@@ -56,6 +57,7 @@ def test_merge_reports_missing_shards_and_refuses_other_runs(tmp_path: Path) -> 
     assert twice.exit_code == 2 and "field shard.index: shard 1/3 is also in" in twice.output
 
 
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_to_the_same_result_with_no_case_run_twice(tmp_path: Path) -> None:
     log = tmp_path / "served.log"
     harness = f"{HARNESS} --delay 0.05 --log-served {log}"
@@ -87,6 +89,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result_with_no_case_run_t
 
 
 @pytest.mark.parametrize(("sig", "status", "name"), [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
+@pytest.mark.slow
 def test_an_interrupt_writes_a_complete_partial_report(tmp_path: Path, sig: signal.Signals, status: int,
                                                        name: str) -> None:
     log = tmp_path / "served.log"
@@ -113,6 +116,7 @@ def test_an_interrupt_writes_a_complete_partial_report(tmp_path: Path, sig: sign
     assert not [pid for pid in {int(line.split()[1]) for line in log.read_text().splitlines()} if alive(pid)]
 
 
+@pytest.mark.slow
 def test_a_baseline_turns_known_failures_into_expected_fail_and_a_new_failure_still_fails(
         tmp_path: Path, broken_suite: Path) -> None:
     first = invoke("run", str(broken_suite), "--json", str(tmp_path / "r.json"), "--failures", str(tmp_path / "f.csv"))
@@ -146,6 +150,7 @@ def test_a_skip_list_skips_without_running(tmp_path: Path, broken_suite: Path) -
     assert load(tmp_path / "r.json")["summary"] == {"PASS": 4, "SKIPPED": 2}
 
 
+@pytest.mark.slow
 def test_a_harness_that_fails_a_case_one_time_in_two_is_reported_flake(tmp_path: Path) -> None:
     harness = f"{HARNESS} --flaky-on relu-grad-formula"
     flaky = invoke("run", str(SEED), "--backend", "native", "--harness", harness, "--json", str(tmp_path / "r.json"),
@@ -165,6 +170,7 @@ def test_a_harness_that_fails_a_case_one_time_in_two_is_reported_flake(tmp_path:
     assert case["status"] == "FLAKE" and case["expectation"] == "flakes.txt:1"
 
 
+@pytest.mark.slow
 def test_jobs_2_on_the_native_backend_equals_the_serial_run(tmp_path: Path) -> None:
     for jobs in ("1", "2"):
         result = invoke("run", "--tier", "smoke", "--backend", "native", "--harness", HARNESS, "--jobs", jobs,

@@ -14,6 +14,8 @@ from click.testing import CliRunner
 from dmlconform.cli import main
 from tests.triage.runs import NEW_HARNESS, REGRESSED, DriverUpdate, driver_update, invoke
 
+pytestmark = pytest.mark.slow  # every test reads one module fixture: two real runs of a simulated driver
+
 
 @pytest.fixture(scope="module")
 def update(tmp_path_factory) -> DriverUpdate:

@@ -4,6 +4,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dmlconform.generation.build import build_tier, load_descriptions
 from dmlconform.generation.description import Family
@@ -37,6 +38,7 @@ def test_a_case_depends_on_its_key_not_on_how_many_cases_the_family_has():
     assert len(large) == 2 * len(small) == 2 * 88
 
 
+@pytest.mark.slow
 def test_generating_twice_gives_the_same_files():
     first, second = (render(Tier.SMOKE, build_tier(Tier.SMOKE)) for _ in range(2))
     assert first.manifest == second.manifest and first.files.keys() == second.files.keys()
@@ -59,6 +61,7 @@ def test_benchdnn_shapes_convert_to_dml_geometry():
     assert geometry.end == (16, 16) and geometry.pooled(spatial) == out
 
 
+@pytest.mark.slow
 def test_padding_only_windows_become_candidate_cases():
     suites = {s.name: s for s in build_tier(Tier.STANDARD)}
     pooling = suites["max_pooling_grad.standard"].cases

@@ -15,6 +15,8 @@ from dmlconform.runner import run_cases
 
 SOURCE = Path(__file__).resolve().parents[2] / "examples" / "c_harness" / "dmlc_harness.c"
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def c_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:

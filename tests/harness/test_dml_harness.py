@@ -15,8 +15,8 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,10 @@ DLL_PLACES = [Path(p) for p in (os.environ.get("DMLH_DIRECTML_DLL", ""),) if p] 
 ]
 #: Wine start-up plus D3D12/DirectML device creation is a few seconds; a cold prefix takes longer.
 START_S = 120.0
+
+# Wine is slow to start; the harness is built, with a Wine prefix of its own, once for the module (and the module
+# runs on one pytest-xdist worker: --dist loadfile).
+pytestmark = pytest.mark.slow
 
 
 def _missing() -> str:
@@ -242,32 +246,42 @@ def test_run_before_hello_and_broken_stream(raw: Raw) -> None:
 
 
 # -- bundled cases through the CLI --------------------------------------------------------------------
-def test_bundled_cases_through_dmlconform_run(harness: str, tmp_path: Path) -> None:
-    """Seed examples, every operator's invalid cases and a spread of valid ones, on real DirectML.
+#: Seed examples, every operator's invalid cases and a spread of valid ones. Only cases whose DirectML behaviour is
+#: established are asserted (docs/real-directml.md; examples/dml_harness/results/DECISIONS.md): MaxPoolingGrad with a gradient smaller or larger than the pooled
+#: size (refused by DirectML) and float16 sums that overflow (lavapipe truncates to 65504) are left out on purpose.
+SELECTION = ("seed or relu_grad.invalid or clip_grad1.invalid or slice_grad.invalid or max_pooling_grad.invalid or "
+             "resample_grad1.invalid or relu_grad.edge or slice_grad.smoke or clip_grad1.edge")
+#: DirectML 1.15.4 accepts this invalid description (a window of size 0, which Slice1's page forbids): the only
+#: expected failure of the selection.
+KNOWN_ACCEPTED = {"slice_grad.invalid/window-size-zero"}
+#: Statuses that stand for another (expectations applied): the judged status is in the case's `outcome`.
+SETTLED = {"EXPECTED_FAIL", "UNEXPECTED_PASS", "FLAKE"}
 
-    Only cases whose DirectML behaviour is established are asserted (README, "Results"): MaxPoolingGrad
-    with a gradient smaller or larger than the pooled size (refused by DirectML) and float16 sums that
-    overflow (lavapipe truncates to 65504) are left out on purpose.
-    """
-    report = tmp_path / "dml.json"
-    selection = ("seed or relu_grad.invalid or clip_grad1.invalid or slice_grad.invalid or "
-                 "max_pooling_grad.invalid or resample_grad1.invalid or relu_grad.edge or "
-                 "slice_grad.smoke or clip_grad1.edge")
-    run = subprocess.run([sys.executable, "-m", "dmlconform", "run", "--backend", "native", "--harness", harness,
-                          "--timeout", str(START_S), "-k", selection, "--json", str(report)],
-                         capture_output=True, text=True, timeout=1800, cwd=ROOT)
-    assert report.is_file(), run.stdout[-3000:] + run.stderr[-3000:]
-    cases = json.loads(report.read_text())["cases"]
+
+@cache
+def selected_cases() -> dict[str, bool]:
+    """The selection's case ids, each with whether the case is a negative one."""
+    from dmlconform.cli import bundled_suites
+    from dmlconform.suite.loader import load_paths
+    from dmlconform.suite.select import select
+
+    return {case.full_id: case.expect_invalid for case in select(load_paths([bundled_suites()]), SELECTION)}
+
+
+def check_bundled_cases_on_directml(report: Path) -> None:
+    """The selection's cases in a `dmlconform run` result on the real DirectML: each came out as established."""
+    selected = set(selected_cases())
+    ran = {case["id"]: case for case in json.loads(report.read_text())["cases"]}
+    assert selected <= set(ran), f"{report} lacks {sorted(selected - set(ran))[:5]}: run the smoke tier or more"
     by_status: dict[str, list[str]] = {}
-    for case in cases:
-        by_status.setdefault(case["status"], []).append(case["id"])
-    # DirectML 1.15.4 accepts this invalid description (a window of size 0, which Slice1's page forbids):
-    # the only expected failure of this selection.
-    known_accepted = {"slice_grad.invalid/window-size-zero"}
+    for case_id in sorted(selected):
+        case = ran[case_id]
+        status = case["outcome"] if case["status"] in SETTLED else case["status"]
+        by_status.setdefault(status, []).append(case_id)
     unexpected = {s: ids for s, ids in by_status.items() if s not in ("PASS", "INVALID_OK")}
-    assert set(unexpected.get("FAIL", [])) <= known_accepted and set(unexpected) <= {"FAIL"}, unexpected
+    assert set(unexpected.get("FAIL", [])) <= KNOWN_ACCEPTED and set(unexpected) <= {"FAIL"}, unexpected
     assert len(by_status.get("PASS", [])) >= 40 and len(by_status.get("INVALID_OK", [])) >= 55, by_status
-    assert all(case["status"] == "PASS" for case in cases if case["id"].startswith("seed/"))
+    assert all(ran[case_id]["status"] == "PASS" for case_id in selected if case_id.startswith("seed/"))
 
 
 # -- --timings and the shared descriptor heap ------------------------------------------------------------
@@ -329,3 +343,42 @@ def test_a_heap_per_case_gives_the_same_replies_as_the_shared_heap(harness: str)
     assert [h["status"] for h, _ in shared] == ["ok", "ok", "ok"]
     assert shared == replies(f"{harness} --heap-per-case", requests)
     assert shared[0][1] == shared[2][1]  # the same case again, on the reused heap
+
+
+@pytest.fixture
+def directml_report(request: pytest.FixtureRequest) -> Path:
+    given = request.config.getoption("--directml-report")
+    if given is None:
+        pytest.skip("checks the DirectML run of .ci/run: --directml-report FILE, FILE from "
+                    "examples/dml_harness/run_suites.sh --tier smoke --json FILE")
+    return Path(given)
+
+
+@pytest.mark.directml_report
+def test_bundled_cases_on_directml(directml_report: Path) -> None:
+    """On the result of .ci/run's DirectML step (examples/dml_harness/run_suites.sh --tier smoke --json FILE), given
+    with --directml-report FILE: the same DirectML run is not paid for twice (it takes minutes). The harness that
+    run used is built and started as the tests above build and start theirs."""
+    check_bundled_cases_on_directml(directml_report)
+
+
+def _result(tmp_path: Path, statuses: dict[str, str], outcome: dict[str, str] | None = None) -> Path:
+    cases = [{"id": case_id, "status": status, "outcome": (outcome or {}).get(case_id)}
+             for case_id, status in statuses.items()]
+    (tmp_path / "r.json").write_text(json.dumps({"cases": cases}))
+    return tmp_path / "r.json"
+
+
+def test_the_check_of_a_directml_run_fails_a_wrong_result_and_passes_a_right_one(tmp_path: Path) -> None:
+    right = {case_id: "INVALID_OK" if invalid else "PASS" for case_id, invalid in selected_cases().items()}
+    right["slice_grad.invalid/window-size-zero"] = "EXPECTED_FAIL"
+    check_bundled_cases_on_directml(_result(tmp_path, right, {"slice_grad.invalid/window-size-zero": "FAIL"}))
+    wrong_ones = [
+        {**right, "seed/relu-grad-formula": "FAIL"},
+        {**right, next(i for i in right if i.startswith("relu_grad.invalid/")): "FAIL"},
+        {**right, next(i for i in right if i.startswith("clip_grad1.edge/")): "CRASH"},
+        {case_id: status for case_id, status in right.items() if case_id != "seed/relu-grad-formula"},
+    ]
+    for wrong in wrong_ones:
+        with pytest.raises(AssertionError):
+            check_bundled_cases_on_directml(_result(tmp_path, wrong, {"slice_grad.invalid/window-size-zero": "FAIL"}))

@@ -419,6 +419,7 @@ def _fp32_denormal(x, dt):
     return dt.name == "FLOAT32" and bool(((x != 0) & (np.abs(x) < np.finfo(np.float32).tiny)).any())
 
 
+@pytest.mark.slow
 def test_bundled_cases_against_torch(same_bits):
     checked: dict[str, int] = {}
     for case in _bundled():

@@ -110,6 +110,7 @@ def check_against_the_old_kernel(op: object, old_kernel: object, desc: Descripti
             assert acc.max_count() == int(old.count.max(initial=0))
 
 
+@pytest.mark.slow
 def test_max_pooling_grad_matches_the_tap_scan(monkeypatch):
     rng = np.random.default_rng(11)
     for trial in range(400):
@@ -141,6 +142,7 @@ def resample_case(rng: np.random.Generator, trial: int) -> tuple[Description, di
     return desc, {"InputGradientTensor": dy.astype(dtype.numpy)}
 
 
+@pytest.mark.slow
 def test_resample_grad1_matches_the_dense_products(monkeypatch):
     rng = np.random.default_rng(12)
     for trial in range(500):

@@ -95,6 +95,7 @@ def _trials(seed: int, count: int) -> list[Case]:
 
 
 @pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.slow
 def test_every_legitimate_summation_passes_random_sums_in_every_regime(seed):
     failures = []
     for case in _trials(seed, 60):

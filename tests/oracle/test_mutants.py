@@ -34,6 +34,8 @@ from tests.oracle.drivers import (
 
 ACCEPTED = (Status.PASS, Status.INVALID_OK)
 
+pytestmark = pytest.mark.slow  # about 65 runs of a simulated driver over the standard tier
+
 
 def in_scope(knobs: Knobs, cases: list[Case]) -> list[Case]:
     return [case for case in cases if case.op.name in operators_affected(knobs)]

@@ -19,6 +19,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
+pytestmark = pytest.mark.slow  # every test reads one module fixture: two real runs of a simulated driver
+
 
 @pytest.fixture(scope="module")
 def update(tmp_path_factory) -> DriverUpdate:

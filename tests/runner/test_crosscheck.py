@@ -137,6 +137,7 @@ def test_a_backend_raising_costs_only_its_own_result():
     assert result.take("b").status is Status.ERROR and "driver bug" in result.take("b").message
 
 
+@pytest.mark.slow
 def test_different_candidates_are_not_a_disagreement(bundled_cases):
     case = next(c for c in bundled_cases if c.full_id == "relu_grad.edge/nan-x")
     torch_like = Scripted("torch", readings={"relu-nan-input": "nan-passes"})
@@ -146,6 +147,7 @@ def test_different_candidates_are_not_a_disagreement(bundled_cases):
     assert "numpy=nan-zero, torch=nan-passes" in result.note
 
 
+@pytest.mark.slow
 def test_a_documented_semantic_difference_is_explained(bundled_cases):
     case = next(c for c in bundled_cases if c.full_id == "relu_grad.edge/nan-x")
     odd = Scripted("odd", change=other_bump, readings={"relu-nan-input": "nan-doubles"})
@@ -157,6 +159,7 @@ def test_a_documented_semantic_difference_is_explained(bundled_cases):
     assert not check(case, Scripted("a"), listed).explained
 
 
+@pytest.mark.slow
 def test_negative_cases(bundled_cases):
     case = next(c for c in bundled_cases if c.expect_invalid)
     assert check(case, Scripted("a"), Scripted("b")).verdict is Verdict.ALL_AGREE
@@ -187,6 +190,7 @@ def test_decide(statuses: dict[str, Status], pairs: list[tuple[str, str, bool]],
     assert checked.verdict is verdict
 
 
+@pytest.mark.slow
 def test_the_bundled_suites_all_agree_on_numpy_onnxruntime_and_torch(bundled_cases: list[Any]):
     pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")

@@ -32,12 +32,14 @@ def same_cases(left: list, right: list) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_parallel_parsing_gives_the_sequential_cases(always_parallel: None) -> None:
     sequential = load_paths([bundled_suites()], parse=load_suites)
     assert same_cases(load_paths([bundled_suites()], parse=loading.parallel_parser(2)), sequential)
     assert not same_cases(sequential[1:], sequential)  # the comparison can fail
 
 
+@pytest.mark.slow
 def test_the_first_broken_file_in_order_is_reported(always_parallel: None, tmp_path: Path) -> None:
     shutil.copytree(bundled_suites(), tmp_path / "suites", ignore=shutil.ignore_patterns("*.py"))
     files = sorted((tmp_path / "suites").rglob("*.yaml"))
@@ -51,6 +53,7 @@ def test_the_first_broken_file_in_order_is_reported(always_parallel: None, tmp_p
     assert str(files[1]) in str(parallel.value)
 
 
+@pytest.mark.slow
 def test_a_helper_that_dies_costs_only_time(always_parallel: None, monkeypatch: pytest.MonkeyPatch) -> None:
     start = loading._Helper.__init__
 
@@ -63,6 +66,7 @@ def test_a_helper_that_dies_costs_only_time(always_parallel: None, monkeypatch: 
                       load_paths([bundled_suites()], parse=load_suites))
 
 
+@pytest.mark.slow
 def test_a_helper_that_dies_with_files_in_hand_costs_only_time(always_parallel: None,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     give = loading._Helper.give

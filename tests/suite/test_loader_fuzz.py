@@ -5,6 +5,7 @@ import copy
 import random
 from pathlib import Path
 
+import pytest
 import yaml
 
 from dmlconform.backends.numpy_backend import NumpyBackend
@@ -28,6 +29,7 @@ def _places(node, prefix=()):
             yield from _places(value, (*prefix, i))
 
 
+@pytest.mark.slow
 def test_mutated_suites_fail_cleanly(tmp_path: Path):
     # The hand-written suites: the generated ones keep their data in .npz files beside them, which a mutated copy
     # elsewhere cannot reach.

@@ -17,6 +17,7 @@ def cases():
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 7])
+@pytest.mark.slow
 def test_shards_partition_the_selection_and_balance_the_cost(cases, count: int) -> None:
     parts = [shard_positions(cases, index, count) for index in range(1, count + 1)]
     flat = [p for part in parts for p in part]

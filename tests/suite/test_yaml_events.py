@@ -100,6 +100,7 @@ def test_documents_and_errors_as_pyyaml(text: str):
     _check(text)
 
 
+@pytest.mark.slow
 def test_every_bundled_and_test_suite_reads_the_same():
     files = sorted(bundled_suites().rglob("*.yaml")) + sorted((REPOSITORY / "tests").rglob("*.yaml")) + \
         sorted((REPOSITORY / "dmlconform").rglob("*.yaml"))
@@ -114,6 +115,7 @@ def test_the_generated_suites_read_without_falling_back_to_pyyaml():
         yaml_events._from_events(file.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_mutated_suites_read_the_same_or_fail_the_same():
     text = (bundled_suites() / "standard" / "max_pooling_grad.yaml").read_text(encoding="utf-8")
     start = text.index("\n- id:", text.index("&id001") - 2000)

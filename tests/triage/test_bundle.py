@@ -4,6 +4,7 @@ DxDispatch's parser accepts (as far as tests/triage/dxdispatch_schema.py writes 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +32,16 @@ def _off_by_one(outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return wrong
 
 
-def test_every_bundled_case_round_trips_through_a_bundle_and_judges_the_same(bundled: list[Case], tmp_path: Path):
+@pytest.mark.slow
+@pytest.mark.tier_scan
+def test_every_bundled_case_round_trips_through_a_bundle_and_judges_the_same(scanned_cases: list[Case], tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    # What is checked is what a bundle holds. Its files are written atomically, each flushed to disk (fsync) with
+    # its folder: on a busy disk that waiting was most of this test's time. Durability is atomic_file's to test.
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
     backend = NumpyBackend()
     statuses = set()
-    for number, case in enumerate(bundled):
+    for number, case in enumerate(scanned_cases):
         outcome = backend.run(case)
         actual = _off_by_one(dict(outcome.outputs)) if outcome.kind is OutcomeKind.OUTPUTS else None
         folder = tmp_path / str(number)

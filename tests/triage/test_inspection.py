@@ -18,19 +18,23 @@ SUMMING = ("MAX_POOLING_GRAD", "RESAMPLE_GRAD1")
 
 
 @pytest.fixture(scope="module")
-def drifted(bundled: list[Case]):
-    """The summing cases run by a legitimate driver that accumulates in the data type: passing, yet off."""
+def drifted(scanned_cases: list[Case]):
+    """The summing cases run by a legitimate driver that accumulates in the data type (passing, yet off), each with
+    its result and its inspection."""
     knobs = next(k for k in LEGITIMATE if k.name == "accumulate-in-data-type")
-    cases = [c for c in bundled if c.op.name in SUMMING and not c.expect_invalid]
-    return cases, run_cases(cases, SimulatedDriver(knobs), keep_outputs=KeepOutputs.ALL).results
+    cases = [c for c in scanned_cases if c.op.name in SUMMING and not c.expect_invalid]
+    results = run_cases(cases, SimulatedDriver(knobs), keep_outputs=KeepOutputs.ALL).results
+    return [(case, result, inspect_case(case, result.actual_outputs))
+            for case, result in zip(cases, results, strict=True)]
 
 
+# Both tests read one module fixture, computed once (the module runs on one pytest-xdist worker: --dist loadfile).
+@pytest.mark.slow
+@pytest.mark.tier_scan
 def test_the_worst_element_ratio_is_the_closeness_the_comparator_recorded(drifted) -> None:
-    cases, results = drifted
     off = 0
-    for case, result in zip(cases, results, strict=True):
+    for case, result, inspection in drifted:
         assert result.status is Status.PASS
-        inspection = inspect_case(case, result.actual_outputs)
         assert inspection.status is Status.PASS and inspection.closeness == result.closeness
         top = max((e.ratio for e in inspection.elements), default=0.0)
         assert top == pytest.approx(result.closeness, rel=1e-12, abs=0), case.full_id
@@ -38,11 +42,11 @@ def test_the_worst_element_ratio_is_the_closeness_the_comparator_recorded(drifte
     assert off >= 5  # the driver's rounding shows somewhere, or this test shows nothing
 
 
+@pytest.mark.slow
+@pytest.mark.tier_scan
 def test_terms_add_up_to_the_reference_sum_and_count(drifted) -> None:
-    cases, results = drifted
     checked = 0
-    for case, result in zip(cases, results, strict=True):
-        inspection = inspect_case(case, result.actual_outputs)
+    for case, _, inspection in drifted:
         for element in inspection.elements:
             data = element.accumulated
             assert data is not None
