@@ -246,9 +246,9 @@ def test_run_before_hello_and_broken_stream(raw: Raw) -> None:
 
 
 # -- bundled cases through the CLI --------------------------------------------------------------------
-#: Seed examples, every operator's invalid cases and a spread of valid ones. Only cases whose DirectML behaviour is
-#: established are asserted (docs/real-directml.md; examples/dml_harness/results/DECISIONS.md): MaxPoolingGrad with a gradient smaller or larger than the pooled
-#: size (refused by DirectML) and float16 sums that overflow (lavapipe truncates to 65504) are left out on purpose.
+#: Seed examples, every operator's invalid cases and a spread of valid ones, whose DirectML behaviour is established
+#: on every stack (examples/dml_harness/results/DECISIONS.md). MaxPoolingGrad with a gradient smaller or larger than
+#: the pooled size (DirectML refuses it) is left out on purpose.
 SELECTION = ("seed or relu_grad.invalid or clip_grad1.invalid or slice_grad.invalid or max_pooling_grad.invalid or "
              "resample_grad1.invalid or relu_grad.edge or slice_grad.smoke or clip_grad1.edge")
 #: DirectML 1.15.4 accepts this invalid description (a window of size 0, which Slice1's page forbids): the only
