@@ -201,21 +201,48 @@ def read_tensor(spec: Mapping[str, object], desc: TensorDesc, suite_file: Path, 
     return array
 
 
-def _flatten(data: object, out: list[object]) -> None:
-    if isinstance(data, list):
-        for item in data:
-            _flatten(item, out)
-    else:
-        out.append(data)
+def _flatten(data: object, desc: TensorDesc) -> list[object]:
+    """The elements of a nested or flat `data` list, in order. YAML aliases can make a short text stand for a
+    structure of 10^10 elements, or one that contains itself: the walk refuses any list that contains itself,
+    keeps no element past what the shape declares, and visits (lists and elements) at most a generous multiple
+    of what a fully nested list of that shape holds."""
+    expected = math.prod(desc.shape)
+    nested_lists = 1 + sum(math.prod(desc.shape[:rank]) for rank in range(1, len(desc.shape)))
+    max_visits = 2 * (expected + nested_lists) + 64
+    flat: list[object] = []
+    elements = visits = 0
+    walking: set[int] = set()  # ids of the lists being walked (the path from the outermost)
+    stack: list[tuple[list[object], int]] = []
+    current: object = data
+    while True:
+        visits += 1
+        if visits > max_visits:
+            raise ValueError(f"nests more than {max_visits} lists and elements, far more than shape "
+                             f"{list(desc.shape)} needs (YAML aliases can multiply a short text)")
+        if isinstance(current, list):
+            if id(current) in walking:
+                raise ValueError("refers to itself (a YAML alias inside its own anchor)")
+            walking.add(id(current))
+            stack.append((current, 0))
+        else:
+            elements += 1
+            if elements <= expected:
+                flat.append(current)
+        while stack:
+            items, position = stack[-1]
+            if position < len(items):
+                stack[-1] = (items, position + 1)
+                current = items[position]
+                break
+            walking.discard(id(stack.pop()[0]))
+        else:
+            if elements != expected:
+                raise ValueError(f"has {elements} elements, but shape {list(desc.shape)} needs {expected}")
+            return flat
 
 
 def _from_data(data: object, desc: TensorDesc) -> np.ndarray:
-    flat: list[object] = []
-    _flatten(data, flat)
-    expected = math.prod(desc.shape)
-    if len(flat) != expected:
-        raise ValueError(f"has {len(flat)} elements, but shape {list(desc.shape)} needs {expected}")
-    return elements_to_array(flat, desc.dtype).reshape(desc.shape)
+    return elements_to_array(_flatten(data, desc), desc.dtype).reshape(desc.shape)
 
 
 def _from_file(reference: object, desc: TensorDesc, suite_file: Path, archives: Archives) -> np.ndarray:
