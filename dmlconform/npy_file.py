@@ -82,7 +82,7 @@ def read_header(read: Read) -> NpyHeader:
 
 
 def _parse(text: str) -> tuple[np.dtype, tuple[int, ...], bool]:
-    body = text.rstrip(" \n\x00")
+    body = text.rstrip(" \n")
     shown = body[:80]
     if not (body.startswith("{") and body.endswith("}")):
         raise NpyError(f"its header {shown!r} is not a Python dict of descr, fortran_order and shape")

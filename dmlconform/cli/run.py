@@ -24,6 +24,7 @@ from dmlconform.cli.common import (
     load_cases,
     make_console,
     parse_level,
+    suite_limit_option,
     write_reports,
 )
 from dmlconform.suite.tiers import DEFAULT, NAMES
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from dmlconform.case_result import CaseResult, Status
     from dmlconform.feature_levels import FeatureLevel
     from dmlconform.results.journal import Journal, JournalWriter
+    from dmlconform.suite.limits import SuiteLimits
 
 
 class StopRequest:
@@ -130,12 +132,14 @@ def backend_settings(backend_name: str, ep: str, harness: str | None, timeout_s:
               "<output>.npy, recorded in the JSON result (for `dmlconform show` and `repro`).")
 @click.option("--artifacts-all", is_flag=True, help="With --artifacts: keep the outputs of every case.")
 @click.option("--tier", "tier_name", type=click.Choice(NAMES), help=TIER_HELP)
+@suite_limit_option
 def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expression: str | None,
         json_path: Path | None, junit_path: Path | None, jobs: int, shard_text: str | None,
         journal_path: Path | None, resume: bool, baseline: Path | None, failures_path: Path | None,
         skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
         device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
-        html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None) -> None:
+        html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
+        suite_limits: SuiteLimits) -> None:
     """Run suite files or folders (default: the bundled test_vectors/) through a backend.
 
     Exit status: 0 every case came out as expected, 1 one did not, 2 unusable input or usage,
@@ -153,7 +157,8 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
          journal_path: Path | None, resume: bool, baseline: Path | None, failures_path: Path | None,
          skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
          device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
-         html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None) -> int:
+         html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
+         suite_limits: SuiteLimits) -> int:
     from dmlconform.backends.base import BackendOptions
     from dmlconform.case_result import Status
     from dmlconform.cli.common import write_html_report
@@ -194,7 +199,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
                       (os.cpu_count() or 1) if jobs == 0 else jobs, stop.event, timeout_s)
     pool.launch()  # backends (harnesses) start while the suites load
     try:
-        cases = load_cases(paths, expression, tier_name, parallel_parser(default_helpers()))
+        cases = load_cases(paths, expression, tier_name, parallel_parser(default_helpers()), suite_limits)
         suite = SuiteInfo(selection_fingerprint(cases), len(cases), suite_file_hashes(cases))
         positions = shard_positions(cases, shard.index, shard.count) if shard else list(range(len(cases)))
         retries = (1 if backend_name == "native" else 0) if retries is None else retries

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dmlconform.atomic_file import sync_folder
+from dmlconform.atomic_file import NEW_FILE_MODE, sync_folder
 from dmlconform.case_result import CaseResult
 from dmlconform.results import ResultsError
 from dmlconform.results.document import case_from_json, case_json, first_difference, value_at
@@ -46,7 +46,7 @@ class JournalWriter:
         self.synced = time.monotonic()
         path.parent.mkdir(parents=True, exist_ok=True)
         if append_at is None:
-            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, NEW_FILE_MODE)  # as open() would
             self._write({"journal": FORMAT, **(header or {})}, sync=True)
             sync_folder(path.parent)
         else:
