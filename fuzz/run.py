@@ -61,8 +61,10 @@ def seed_corpus(name: str, corpus: Path) -> int:
 def fuzz_one(name: str, seconds: int, corpus: Path, crashes: Path, extra: list[str]) -> Outcome:
     crashes.mkdir(parents=True, exist_ok=True)
     before = set(crashes.iterdir())
+    dictionary = HERE / "dicts" / f"{name}.dict"
     command = [sys.executable, "-m", "fuzz", name, *LIBFUZZER_OPTIONS, f"-max_total_time={seconds}",
-               f"-artifact_prefix={crashes}/", *extra, str(corpus)]
+               f"-artifact_prefix={crashes}/", *([f"-dict={dictionary}"] if dictionary.exists() else []), *extra,
+               str(corpus)]
     started = time.monotonic()
     process = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True, errors="replace",
                              env={**os.environ, "PYTHONPATH": str(HERE.parent)}, check=False)
