@@ -102,8 +102,9 @@ def read_frame(read: Callable[[int], bytes], max_header: int = MAX_HEADER_BYTES,
     payload = _read_exactly(read, payload_len, "frame payload") if payload_len else b""
     try:
         header = json.loads(raw_header.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProtocolError(f"bad frame: header is not UTF-8 JSON ({exc}): {raw_header[:80]!r}") from None
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, a number past the digit limit, too deep
+        raise ProtocolError(f"bad frame: header is not UTF-8 JSON ({str(exc).splitlines()[0]}): "
+                            f"{raw_header[:80]!r}") from None
     if not isinstance(header, dict):
         raise ProtocolError(f"bad frame: header is a JSON {type(header).__name__}, not an object")
     return Frame(header, payload)
@@ -159,8 +160,11 @@ def read_tensor_desc(entry: object, where: str) -> tuple[str, TensorDesc]:
                             f"scope (1..11)", fatal=False) from None
     sizes = entry.get("Sizes")
     if not isinstance(sizes, list) or not all(_is_int(s) and s >= 0 for s in sizes):
-        raise ProtocolError(f"{where}.{name}: Sizes must be a list of non-negative integers, got {sizes!r}",
+        raise ProtocolError(f"{where}.{name}: Sizes must be a list of non-negative integers, got {str(sizes)[:80]}",
                             fatal=False)
+    if math.prod(sizes) > MAX_ELEMENTS:
+        raise ProtocolError(f"{where}.{name}: Sizes {str(sizes)[:80]} hold more than {MAX_ELEMENTS} elements, the "
+                            "most a tensor may", fatal=False)
     return name, TensorDesc(dtype, tuple(sizes))
 
 

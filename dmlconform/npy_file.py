@@ -27,11 +27,15 @@ CHUNK_BYTES = 1 << 22
 #: `read(n)` returns up to n bytes, and b"" only at the end of the data.
 Read = Callable[[int], bytes]
 
-_KEY_VALUE = re.compile(r"""\s*(['"])(descr|fortran_order|shape)\1\s*:\s*(
+#: One entry of the header's dict, as Python reads it (numpy's own parser is ast.literal_eval): only spaces between
+#: tokens (Python's tokenizer refuses a vertical tab, which `\s` would take), sizes without leading zeros, and a
+#: shape of one size only with its comma (`(4)` is the number 4, not a tuple).
+_KEY_VALUE = re.compile(r"""[ ]*(['"])(descr|fortran_order|shape)\1[ ]*:[ ]*(
     (['"])(?P<descr>[<>|=]?[A-Za-z][A-Za-z0-9]*)\4 |
     (?P<order>True|False) |
-    \((?P<shape>\s*(?:[0-9]{1,20}L?\s*,\s*)*(?:[0-9]{1,20}L?\s*)?)\)
-)\s*""", re.VERBOSE)
+    \((?P<shape>[ ]* | [ ]*(?:0|[1-9][0-9]{0,19})[ ]*,[ ]* |
+          [ ]*(?:0|[1-9][0-9]{0,19})(?:[ ]*,[ ]*(?:0|[1-9][0-9]{0,19}))+[ ]*,?[ ]*)\)
+)[ ]*""", re.VERBOSE)
 
 
 class NpyError(ValueError):
@@ -88,7 +92,7 @@ def _parse(text: str) -> tuple[np.dtype, tuple[int, ...], bool]:
         raise NpyError(f"its header {shown!r} is not a Python dict of descr, fortran_order and shape")
     values: dict[str, re.Match[str]] = {}
     position, end = 1, len(body) - 1
-    while body[position:end].strip():  # entries, each followed by a comma but for the last (optional there)
+    while body[position:end].strip(" "):  # entries, each followed by a comma but for the last (optional there)
         match = _KEY_VALUE.match(body, position, end)
         if match is None:
             raise NpyError(f"its header {shown!r} is not the header of a plain array of numbers")
@@ -116,7 +120,7 @@ def _parse(text: str) -> tuple[np.dtype, tuple[int, ...], bool]:
         raise NpyError(f"its data type {descr!r} is not one numpy knows") from None
     if dtype.hasobject or dtype.itemsize == 0:
         raise NpyError(f"its data type {descr!r} is not a plain number type")
-    shape = tuple(int(size.strip().rstrip("L")) for size in shape_text.split(",") if size.strip())
+    shape = tuple(int(size) for size in shape_text.split(",") if size.strip())
     return dtype, shape, order == "True"
 
 

@@ -1,5 +1,5 @@
 """Baseline, skip and flake files (deqp-runner's formats): `load_expectations` as `run --baseline/--skip/--flakes`
-reads them, then the overlay on the recorded run's results, the settling of retries, and the next baseline.
+reads them, then the overlay on results of every status, the settling of retries, and the next baseline.
 
 Input: the three files' texts separated by NUL bytes (baseline, skips, flakes; missing ones are not given).
 Contract: a one-line ResultsError, or expectations that every step applies without raising; memory within the
@@ -11,17 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dmlconform.results import ResultsError
-from dmlconform.results.document import read_document
 from dmlconform.results.expectations import load_expectations, next_baseline
 from fuzz.contract import check_refusal, memory_bound, scratch
-from fuzz.recorded import recorded
+from fuzz.recorded import recorded, synthetic_run
 
 _results: list = []
 
 
 def results() -> list:
     if not _results:
-        _results.extend(read_document(recorded().result).results)
+        _results.extend(synthetic_run().results)
     return _results
 
 

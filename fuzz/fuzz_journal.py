@@ -8,14 +8,14 @@ within the bound of the input's size.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import replace
 
 from dmlconform.results import ResultsError
+from dmlconform.results.document import backend_json, configuration
 from dmlconform.results.journal import JournalWriter, check_same_run, read_journal
 from fuzz.contract import ContractBroken, check_refusal, memory_bound, scratch
-from fuzz.recorded import recorded
+from fuzz.recorded import recorded, synthetic_run
 
 APPENDED = "appended/by-the-fuzz-harness"
 
@@ -56,9 +56,11 @@ _header: dict | None = None
 
 
 def recorded_header() -> dict:
+    """What `run --resume` compares a journal's header with: this run's configuration and backend."""
     global _header
     if _header is None:
-        _header = json.loads(recorded().journal.read_bytes().split(b"\n", 1)[0])
+        run = synthetic_run()
+        _header = {"configuration": configuration(run), "backend": backend_json(run.backend)}
     return _header
 
 

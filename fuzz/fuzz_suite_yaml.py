@@ -30,6 +30,8 @@ LIMITS = SuiteLimits(files=10, cases=200, bytes=16 << 20)
 #: Cases this large are loaded but not run: the reference's time grows with them, not its robustness.
 MAX_RUN_ELEMENTS = 1 << 14
 SEED_CASES_PER_FILE = 40
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+FAST_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 _tree: Path | None = None
 
@@ -71,9 +73,9 @@ def seeds() -> Iterator[bytes]:
         if "standard" in path.parts:
             continue
         text = path.read_text(encoding="utf-8")
-        document = yaml.safe_load(text)
+        document = yaml.load(text, Loader=FAST_LOADER)
         if len(text) < 64 << 10:
             yield text.encode()
         for case in document["cases"][:SEED_CASES_PER_FILE]:
             one = {key: value for key, value in document.items() if key != "cases"} | {"cases": [case]}
-            yield yaml.safe_dump(one, sort_keys=False, default_flow_style=None, width=200).encode()
+            yield yaml.dump(one, Dumper=FAST_DUMPER, sort_keys=False, default_flow_style=None, width=200).encode()

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
 
+from dmlconform.backend_info import BackendInfo
+from dmlconform.case_result import CaseResult, Status
 from dmlconform.cli.common import bundled_suites
+from dmlconform.feature_levels import FeatureLevel
+from dmlconform.run_result import RunResult, SuiteInfo
 from fuzz.contract import scratch
 
 BROKEN = {"relu-grad-formula": [[0, 0, 3], [4, 0, 7]], "max-pooling-grad-2x2": [[[[0, 0, 0], [0, 3, 0], [0, 4, 6]]]]}
@@ -57,3 +62,17 @@ def run(*args: object) -> None:
                              text=True, check=False)
     if process.returncode not in (0, 1):
         raise RuntimeError(f"recording a run failed: {process.stderr[-2000:]}")
+
+
+def synthetic_run() -> RunResult:
+    """A small run in memory (no process started): results of every status, for harnesses that apply what they
+    parse to results (expectations) or compare it with a run (journals)."""
+    info = BackendInfo("native", "1.0", "Contoso GPU", FeatureLevel.L6_4, "handshake", {"driver_version": "31.0"})
+    results = [CaseResult(f"seed.broken/case-{status.value.lower()}", "ACTIVATION_RELU_GRAD", "FLOAT32", 2,
+                          FeatureLevel.L3_0, status, index=number, message=status.value.lower(), attempts=(status,))
+               for number, status in enumerate(Status)]
+    results += [replace(results[0], id="seed.broken/relu-grad-formula", status=Status.FAIL, attempts=(Status.FAIL,)),
+                replace(results[0], id="seed.broken/max-pooling-grad-2x2", status=Status.CRASH, required=False)]
+    return RunResult(info, FeatureLevel.L6_4, datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC), 1.5, results,
+                     suite=SuiteInfo("f" * 64, len(results), {"seed.broken": "0" * 64}),
+                     settings={"expression": None, "repeat": 1, "retries": 1})

@@ -376,9 +376,11 @@ class NativeBackend:
 
 
 def expected_payload(case: Case) -> int:
-    """The most payload bytes a reply to the case can need: its outputs, each aligned."""
-    return sum(math.prod(case.description.tensors[name].shape) * case.description.tensors[name].dtype.numpy.itemsize
-               + protocol.TENSOR_ALIGNMENT for name in case.op.outputs)
+    """The most payload bytes a reply to the case may carry: its outputs' elements at 8 bytes each (the widest
+    type, so that a reply in the wrong type is still read, and refused with its type named), each aligned. A
+    larger payload is refused from the frame's prefix, before it is read."""
+    return sum(math.prod(case.description.tensors[name].shape) * 8 + protocol.TENSOR_ALIGNMENT
+               for name in case.op.outputs)
 
 
 def reply_outcome(reply: protocol.Reply) -> Outcome:

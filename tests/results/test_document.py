@@ -13,7 +13,7 @@ from dmlconform.compare.comparator import Element
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.report.json_report import write_json
 from dmlconform.results import ResultsError
-from dmlconform.results.document import first_difference, read_document, to_document
+from dmlconform.results.document import dotted, first_difference, read_document, to_document, value_at
 from dmlconform.run_result import ExpectationFile, Shard
 from dmlconform.ulp_histogram import UlpBucket
 from tests.results.helpers import result, run
@@ -94,6 +94,16 @@ def test_not_json_at_all(tmp_path: Path) -> None:
 
 
 def test_first_difference_names_the_dotted_field() -> None:
-    assert first_difference({"a": {"b": [1, {"c": 2}]}}, {"a": {"b": [1, {"c": 3}]}}) == "a.b[1].c"
+    assert dotted(first_difference({"a": {"b": [1, {"c": 2}]}}, {"a": {"b": [1, {"c": 3}]}})) == "a.b[1].c"
     assert first_difference({"a": 1}, {"a": 1}) is None
-    assert first_difference({"a": 1}, {"a": 1, "z": 0}) == "z"
+    assert dotted(first_difference({"a": 1}, {"a": 1, "z": 0})) == "z"
+
+
+def test_first_difference_takes_any_key_and_any_depth() -> None:
+    """Found by fuzz/fuzz_journal.py: a journal header key with '[' in it made value_at raise ValueError (parsing
+    the dotted name back); and recursion ran out of stack on values nested as deep as json.loads reads."""
+    ours, theirs = {"backen[d": {"a.b": 1}}, {"backen[d": {"a.b": 2}}
+    path = first_difference(ours, theirs)
+    assert path == ("backen[d", "a.b") and value_at(ours, path) == 1 and value_at(theirs, path) == 2
+    deep_ours, deep_theirs = json.loads("[" * 900 + "1" + "]" * 900), json.loads("[" * 900 + "2" + "]" * 900)
+    assert first_difference(deep_ours, deep_theirs) == (0,) * 900
