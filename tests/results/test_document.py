@@ -107,3 +107,4 @@ def test_first_difference_takes_any_key_and_any_depth() -> None:
     assert path == ("backen[d", "a.b") and value_at(ours, path) == 1 and value_at(theirs, path) == 2
     deep_ours, deep_theirs = json.loads("[" * 900 + "1" + "]" * 900), json.loads("[" * 900 + "2" + "]" * 900)
     assert first_difference(deep_ours, deep_theirs) == (0,) * 900
+

@@ -2,9 +2,12 @@ import hashlib
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dmlconform.dtypes import DataType
 from dmlconform.suite.generate import generate
+from tests.properties import PROPERTIES
 
 
 def digest(array: np.ndarray) -> str:
@@ -118,3 +121,23 @@ def test_drawing_in_chunks_gives_the_values_of_one_draw(dtype, spec):
 def test_constant_keeps_the_bits_of_its_value():
     values = generate({"dist": "constant", "value": "0x7e01"}, DataType.FLOAT16, (3, 2))
     assert values.view(np.uint16).tolist() == [[0x7E01] * 2] * 3
+
+
+ODD_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=8),
+                       st.lists(st.integers(-300, 300) | st.floats() | st.text(max_size=4), max_size=4))
+
+
+@PROPERTIES
+@given(dist=st.sampled_from(["uniform", "normal", "ints", "ties", "iota", "constant", "gauss", 3]),
+       extra=st.dictionaries(st.sampled_from(["seed", "low", "high", "mean", "std", "values", "start", "step", "value",
+                                              "other"]), ODD_VALUES, max_size=4),
+       dtype=st.sampled_from(list(DataType)), shape=st.lists(st.integers(0, 6), max_size=3).map(tuple))
+def test_any_spec_generates_the_declared_tensor_the_same_way_twice_or_is_refused(dist, extra, dtype, shape):
+    spec = {"dist": dist, **extra}
+    try:
+        first = generate(spec, dtype, shape)
+    except ValueError as exc:
+        assert "\n" not in str(exc) and str(exc)
+        return
+    assert first.dtype == dtype.numpy and first.shape == shape
+    assert first.tobytes() == generate(spec, dtype, shape).tobytes()
