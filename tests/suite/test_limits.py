@@ -129,4 +129,4 @@ def test_the_defaults_admit_every_bundled_tier():
     limits = SuiteLimits()
     cases = load_paths([bundled_suites()], limits=limits)
     assert len(cases) < limits.cases // 10
-    assert limits.cases >= 10 * 5_800 and limits.bytes >= 3 * (540 << 20) and limits.files >= 100 * 30
+    assert limits.cases >= 10 * 5_800 and limits.bytes >= 4 * (422 << 20) and limits.files >= 100 * 26
