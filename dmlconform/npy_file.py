@@ -86,7 +86,7 @@ def read_header(read: Read) -> NpyHeader:
 
 
 def _parse(text: str) -> tuple[np.dtype, tuple[int, ...], bool]:
-    body = text.rstrip(" \n")
+    body = text.removesuffix("\n").rstrip(" ")  # numpy pads with spaces and ends with a newline; Python takes no more
     shown = body[:80]
     if not (body.startswith("{") and body.endswith("}")):
         raise NpyError(f"its header {shown!r} is not a Python dict of descr, fortran_order and shape")

@@ -25,7 +25,7 @@ FORMAT = "dmlconform/v1"
 SUITE_SUFFIXES = (".yaml", ".yml")
 _CASE_KEYS = {"id", "op", "params", "inputs", "outputs", "candidates", "expect", "tolerance", "tags",
               "behaviour", "behavior", "note"}
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # matched whole (fullmatch): `$` would take "id\n"
 
 
 def discover(paths: Iterable[Path], limits: SuiteLimits | None = None) -> list[tuple[Path, Path]]:
@@ -136,7 +136,7 @@ def load_suite(file: Path, root: Path, tier: Tier | None = None, limits: SuiteLi
     if document.get("format") != FORMAT:
         raise SuiteError(file, f"{document.get('format')!r} is not '{FORMAT}'", field="format")
     name = document.get("suite")
-    if not isinstance(name, str) or not _ID.match(name):
+    if not isinstance(name, str) or not _ID.fullmatch(name):
         raise SuiteError(file, f"{name!r} must be a name of letters, digits and . _ + -", field="suite")
     if "tier" in document:
         try:
@@ -153,7 +153,8 @@ def load_suite(file: Path, root: Path, tier: Tier | None = None, limits: SuiteLi
     archives = Archives(root)
     try:
         for position, raw in enumerate(raw_cases):
-            label = raw.get("id") if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) else f"#{position + 1}"
+            raw_id = raw.get("id") if isinstance(raw, Mapping) else None
+            label = raw_id if isinstance(raw_id, str) and _ID.fullmatch(raw_id) else f"#{position + 1}"
             case = _CaseReader(file, name, label, archives, tally).read(raw)
             if case.id in ids:
                 raise SuiteError(file, "duplicate case id", case=case.id, field="id")
@@ -180,7 +181,7 @@ class _CaseReader:
         if unknown:
             raise self.error(unknown[0], "unknown key")
         case_id = raw.get("id")
-        if not isinstance(case_id, str) or not _ID.match(case_id):
+        if not isinstance(case_id, str) or not _ID.fullmatch(case_id):
             raise self.error("id", f"{case_id!r} must be a name of letters, digits and . _ + -")
         try:
             op = find_operator(raw.get("op"))
@@ -269,7 +270,7 @@ class _CaseReader:
         specs = {}
         refusal = None
         for cname, outputs in raw.items():
-            if not isinstance(cname, str) or not _ID.match(cname):
+            if not isinstance(cname, str) or not _ID.fullmatch(cname):
                 raise self.error("candidates", f"{cname!r} is not a usable candidate name")
             if outputs == "refused":
                 if refusal is not None:

@@ -69,7 +69,7 @@ class Archives:
                     archive = zipfile.ZipFile(io.BytesIO(self._bytes[path]))
                 else:
                     archive = zipfile.ZipFile(path)
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+            except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
                 raise ValueError(f"{name!r} is not a readable .npz archive ({exc})") from None
             self._open[path] = archive
         try:
@@ -92,7 +92,7 @@ class Archives:
                 return array
             with archive.open(info) as member:  # zipfile checks the CRC when the member's end is read
                 return read_array(member.read, check, info.file_size)
-        except (NpyError, zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        except (NpyError, zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as exc:
             raise ValueError(f"{name!r}: array {key!r} cannot be read: {exc}") from None
 
     def close(self) -> None:

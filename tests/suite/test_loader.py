@@ -230,3 +230,15 @@ def test_alias_bombs_in_data_are_refused_at_once(tmp_path, data_yaml, message):
     with pytest.raises(SuiteError) as caught:
         load_paths([path])
     assert f"case 'a': inputs.InputTensor.data: {message}" in str(caught.value)
+
+
+@pytest.mark.parametrize("bad_id", ["a\n", "max-pooling-grad-2x2\n\n'", "x\r"])
+def test_an_id_with_a_line_break_is_refused_in_one_line(tmp_path, bad_id):
+    """Found by fuzz/fuzz_suite_yaml.py: the id went raw into the message (three lines at the CLI), and `^...$`
+    took "a\\n" as a valid id."""
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"format": "dmlconform/v1", "suite": "s", "cases": [
+        {"id": bad_id, "op": "ACTIVATION_RELU_GRAD"}]}))
+    with pytest.raises(SuiteError) as caught:
+        load_paths([path])
+    assert "\n" not in str(caught.value) and "case '#1': id:" in str(caught.value)

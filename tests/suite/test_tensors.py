@@ -97,3 +97,13 @@ def test_a_corrupt_member_is_refused_in_memory_and_by_zipfile(tmp_path: Path, mo
         assert "\n" not in str(caught.value)
         if not compressed:  # stored bytes: only the CRC tells (deflate may also find its stream broken)
             assert "CRC" in str(caught.value)
+
+
+def test_an_archive_zipfile_cannot_handle_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Found by fuzz/fuzz_suite_npz.py: zipfile raises NotImplementedError for a member needing "zip file version
+    10.4" (a traceback before); the archive is named and refused."""
+    data = (Path(__file__).parents[2] / "fuzz" / "regressions" / "suite_npz" / "zip-version-10.4").read_bytes()
+    (tmp_path / "a.npz").write_bytes(data[1:])  # byte 0 is the harness's mode (a raw archive)
+    with pytest.raises(ValueError, match=r"'a\.npz' is not a readable \.npz archive") as caught:
+        Archives(tmp_path).member(tmp_path / "a.npz", "a.npz", "x", accept)
+    assert "\n" not in str(caught.value)
