@@ -8,11 +8,15 @@ declare, and of the issue's zip bomb against an honest archive of the same size.
    lists (YAML text), each loaded by `dmlconform list` in a process of its own. Printed: the peak (VmHWM), the
    peak less that of the same command on a one-element suite (the interpreter and its imports), and that excess
    per declared byte: the multiple k of the bound. For inline data the excess is also given per byte of YAML.
-2. The zip bomb. The issue's 1 MB .npz (a member declaring 2^28 float32 zeros, 1 GiB) referenced by a case that
+2. Suite text. YAML that parses into the most objects per byte (2 million empty mappings, distinct numbers,
+   distinct keys, under a key the loader ignores): the excess per byte of text, which the suite limits count as
+   TEXT_WEIGHT (dmlconform/suite/limits.py).
+3. The zip bomb. The issue's 1 MB .npz (a member declaring 2^28 float32 zeros, 1 GiB) referenced by a case that
    declares shape [4], against an honest 1 MB .npz (262,144 random float32, declared as such): peaks and ratio.
 
-Targets (exit 1 on a MISS): k <= 4 for tensors from files and generators; the bomb refused with a peak within
-8 MB of the honest file's and under 100 MB. Timings are not taken: memory does not depend on the machine's load.
+Targets (exit 1 on a MISS): k <= 4 for tensors from files and generators; text at most TEXT_WEIGHT bytes per
+byte; the bomb refused with a peak within 8 MB of the honest file's and under 100 MB. Timings are not taken:
+memory does not depend on the machine's load.
 """
 
 from __future__ import annotations
@@ -125,6 +129,22 @@ def main() -> int:
             print(f"   {source:10} {declared / MIB:12.1f} {text / 1024:9.0f} {peak / MIB:9.0f} {excess / MIB:10.1f} "
                   f"{k:20.2f}  {verdict}{' ' + error if error else ''}")
 
+        from dmlconform.suite.limits import TEXT_WEIGHT
+
+        count = 2_000_000
+        print(f"2. suite text: `dmlconform list` of a suite whose YAML holds {count:,} of ... under an ignored key")
+        for name, text in (("empty mappings", "{}," * count), ("distinct ints", ",".join(map(str, range(count)))),
+                           ("distinct keys", ",".join(f"k{i}: 1" for i in range(count // 2)))):
+            body = f"x: [{text}]\n" if name != "distinct keys" else f"x: {{{text}}}\n"
+            suite = root / "base" / f"text-{len(body)}.yaml"  # beside the base suite's .npy files
+            suite.write_text(base_suite.read_text().replace("cases:", body + "cases:", 1))
+            peak, status, error = peak_of("list", suite, "--suite-limit", "bytes=none")
+            per_byte = (peak - base) / len(body)
+            verdict = "PASS" if per_byte <= TEXT_WEIGHT and status == 0 else "MISS"
+            missed |= verdict == "MISS"
+            print(f"   {name:16} {len(body) / 1e6:6.1f} MB of YAML, peak {peak / MIB:5.0f} MiB: {per_byte:5.1f} bytes "
+                  f"per byte of text  {verdict} (counted as {TEXT_WEIGHT}){' ' + error if error else ''}")
+
         (root / "bomb").mkdir()
         (root / "honest").mkdir()
         bomb = zip_bomb(root / "bomb" / "a.npz")
@@ -137,7 +157,7 @@ def main() -> int:
         ok = (bomb_status == 2 and honest_status == 0 and bomb_peak - honest_peak <= TARGET_BOMB_EXCESS
               and bomb_peak < 100_000_000)
         missed |= not ok
-        print(f"2. the zip bomb ({bomb.stat().st_size / 1e6:.2f} MB, a member declaring 2^28 float32) against an "
+        print(f"3. the zip bomb ({bomb.stat().st_size / 1e6:.2f} MB, a member declaring 2^28 float32) against an "
               f"honest archive ({honest.stat().st_size / 1e6:.2f} MB, 262,144 float32), each read by `dmlconform list`")
         print(f"   honest: peak {honest_peak / 1e6:.1f} MB, exit {honest_status}")
         print(f"   bomb:   peak {bomb_peak / 1e6:.1f} MB ({bomb_peak / honest_peak:.2f}x the honest file's), exit "

@@ -66,8 +66,8 @@ def write_json_output(json_path: Path, document: object) -> None:
 
 
 SUITE_LIMIT_HELP = ("Raise (or lower) a limit on the suites loaded: files=N (suite files; default 10000), cases=N "
-                    "(default 100000), bytes=SIZE (suite text plus the tensor bytes the cases declare, e.g. 16GiB; "
-                    "default 2GiB); NAME=none lifts one. Repeatable. See docs/fuzzing.md.")
+                    "(default 100000), bytes=SIZE (the tensor bytes the cases declare plus 32 per byte of suite "
+                    "text, e.g. 16GiB; default 2GiB); NAME=none lifts one. Repeatable. See docs/fuzzing.md.")
 
 
 def suite_limit_option(command: Callable[..., object]) -> Callable[..., object]:

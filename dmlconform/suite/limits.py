@@ -1,12 +1,13 @@
 """Limits on what a suite tree may bring into memory: its suite files, its cases, and its bytes.
 
 Every tensor a case declares is bounded on its own (`tensors.MAX_ELEMENTS`), and nothing is read or inflated
-beyond what a case declares; these limits bound the sum. A tree's bytes are the size of its suite files (YAML
-text) plus the tensor bytes its cases declare (inputs and every answer): what loading it keeps in memory. Each
+beyond what a case declares; these limits bound the sum. A tree's bytes are what loading it costs in memory: the
+tensor bytes its cases declare (inputs and every answer), plus TEXT_WEIGHT bytes per byte of its suite files (YAML
+parsed into Python objects costs up to 27 bytes per byte of text: benchmarks/bench_hostile_memory.py). Each
 is counted before it is spent (a suite file's size before it is read, a case's tensors before they are
 materialised), so a hostile tree is refused before it costs more than its limit. The defaults admit the largest
-bundled tier (`--tier full`: 5,817 cases in 26 suite files, 3 MiB of YAML and 419 MiB of declared tensors) with
-room to spare; `--suite-limit NAME=N` raises (or lowers) one, `--suite-limit NAME=none` lifts it.
+bundled tier (`--tier full`: 5,817 cases in 26 suite files, 3 MiB of YAML and 419 MiB of declared tensors, 515
+MiB in all) with room to spare; `--suite-limit NAME=N` raises (or lowers) one, `--suite-limit NAME=none` lifts it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 NAMES = ("files", "cases", "bytes")
+#: Bytes of memory a byte of suite text is counted as (the most parsing YAML was measured to cost is 27).
+TEXT_WEIGHT = 32
 _SIZE = re.compile(r"([0-9]+)\s*(|k|m|g|t|kb|mb|gb|tb|kib|mib|gib|tib)", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -30,7 +33,7 @@ class SuiteLimits:
     files: int | None = 10_000
     #: Cases loaded.
     cases: int | None = 100_000
-    #: Suite text plus declared tensor bytes.
+    #: Declared tensor bytes plus TEXT_WEIGHT x suite text bytes.
     bytes: int | None = 2 << 30
 
     @classmethod
@@ -81,10 +84,11 @@ class Tally:
 
     @property
     def bytes(self) -> int:
-        return self.text_bytes + self.tensor_bytes
+        return TEXT_WEIGHT * self.text_bytes + self.tensor_bytes
 
     def add_text(self, size: int) -> None:
-        self._check_bytes(size, f"a suite file of {size} bytes")
+        self._check_bytes(TEXT_WEIGHT * size, f"a suite file of {size} bytes (counted {TEXT_WEIGHT} times: what "
+                          "parsing it may cost)")
         self.text_bytes += size
 
     def add_case(self, tensor_bytes: int) -> None:
@@ -108,6 +112,6 @@ class Tally:
     def _check_bytes(self, more: int, what: str) -> None:
         limit = self.limits.bytes
         if limit is not None and self.bytes + more > limit:
-            raise LimitExceeded(f"{what} would bring the suite text and declared tensors to {self.bytes + more} "
-                                f"bytes, more than {_shown('bytes', limit)} (the limit; --suite-limit bytes=N "
-                                "raises it)")
+            raise LimitExceeded(f"{what} would bring the suites' memory (declared tensors and parsed text) to "
+                                f"{self.bytes + more} bytes, more than {_shown('bytes', limit)} (the limit; "
+                                "--suite-limit bytes=N raises it)")
