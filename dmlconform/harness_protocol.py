@@ -47,7 +47,8 @@ class ProtocolError(Exception):
     """A message breaks the protocol. `fatal`: the byte stream can no longer be trusted (resynchronise)."""
 
     def __init__(self, message: str, fatal: bool = True) -> None:
-        super().__init__(message)
+        # One line, as a case's message: line breaks from the stream (a tensor name, a value) shown escaped.
+        super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
         self.fatal = fatal
 
 

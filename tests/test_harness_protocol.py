@@ -267,3 +267,15 @@ def test_sizes_past_the_element_limit_are_refused() -> None:
         read_tensor_desc({"name": "OutputGradientTensor", "DataType": 1, "Sizes": [65536, 65536]}, "outputs")
     assert not caught.value.fatal
     assert read_tensor_desc({"name": "x", "DataType": 1, "Sizes": [MAX_ELEMENTS]}, "outputs")[1].shape == (MAX_ELEMENTS,)
+
+
+def test_a_name_with_a_line_break_gives_a_one_line_error() -> None:
+    """Found by fuzz/fuzz_harness_replies.py: a reply's tensor name "OutputGradientT\\nsor" went raw into the
+    ProtocolError, which becomes the case's message (two lines in reports)."""
+    from dmlconform.harness_protocol import decode_result
+
+    frame = Frame({"type": "result", "id": "s/c", "status": "ok", "outputs": [
+        {"name": "OutputGradientT\nsor", "DataType": 1, "Sizes": [1], "offset": 0, "nbytes": 4}]}, b"\0" * 4)
+    with pytest.raises(ProtocolError, match=r"outputs\.OutputGradientT\\nsor: not an output") as caught:
+        decode_result(frame, "s/c", {"OutputGradientTensor": TensorDesc(DataType.FLOAT32, (1,))})
+    assert "\n" not in str(caught.value)
