@@ -21,6 +21,7 @@ from dmlconform.compare.tolerance import Tolerance
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.results import ResultsError
 from dmlconform.run_result import ExpectationFile, RunResult, Shard, SuiteInfo, summary
+from dmlconform.suite.shard import MAX_SHARDS
 from dmlconform.ulp_histogram import UlpBucket
 from dmlconform.verdicts import fingerprint, level_verdicts
 
@@ -217,6 +218,9 @@ def from_document(data: object, path: object) -> RunResult:
     shard = top.child("shard", optional=True)
     if shard is not None:
         run.shard = Shard(shard.get("index", int), shard.get("count", int))
+        if not 1 <= run.shard.index <= run.shard.count <= MAX_SHARDS:
+            raise shard.fail("index", f"shard {run.shard.index}/{run.shard.count} is not I/N with 1 <= I <= N <= "
+                                      f"{MAX_SHARDS}")
     run.settings = top.get("settings", dict, True, {})
     for position, entry in enumerate(top.get("expectations", list, True, [])):
         item = _Reader(path, entry, None, f"expectations[{position}].")

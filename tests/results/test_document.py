@@ -108,3 +108,16 @@ def test_first_difference_takes_any_key_and_any_depth() -> None:
     deep_ours, deep_theirs = json.loads("[" * 900 + "1" + "]" * 900), json.loads("[" * 900 + "2" + "]" * 900)
     assert first_difference(deep_ours, deep_theirs) == (0,) * 900
 
+
+
+@pytest.mark.parametrize("shard,words", [({"index": 1, "count": 10**9}, "shard 1/1000000000 is not I/N"),
+                                         ({"index": 0, "count": 3}, "shard 0/3"), ({"index": 4, "count": 3}, "4/3")])
+def test_a_shard_out_of_range_is_refused(tmp_path: Path, shard: dict, words: str) -> None:
+    """Found by fuzz/fuzz_result_document.py: a shard count of 10^9 made `merge` list a billion missing shards
+    (a hang, 1.3 GB before it was stopped)."""
+    document = to_document(full_run())
+    document["shard"] = shard
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ResultsError, match=words):
+        read_document(path)
