@@ -228,7 +228,11 @@ def from_document(data: object, path: object) -> RunResult:
     run.interrupted = top.get("interrupted", str, True)
     run.resumed = top.get("resumed", int, True, 0)
     run.shards = top.get("shards", list, True, [])
+    for position, entry in enumerate(run.shards):
+        _Reader(path, entry, None, f"shards[{position}].")  # each an object: the file, count, cases of a shard
     run.missing_shards = top.get("missing_shards", list, True, [])
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in run.missing_shards):
+        raise top.fail("missing_shards", "must be a list of shard numbers")
     return run
 
 

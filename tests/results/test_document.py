@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -120,4 +121,17 @@ def test_a_shard_out_of_range_is_refused(tmp_path: Path, shard: dict, words: str
     path = tmp_path / "r.json"
     path.write_text(json.dumps(document))
     with pytest.raises(ResultsError, match=words):
+        read_document(path)
+
+
+@pytest.mark.parametrize("field,value,words", [("shards", [[1]], "field shards[0]: is not a JSON object"),
+                                               ("missing_shards", ["[/]"], "must be a list of shard numbers")])
+def test_merged_shard_lists_are_checked(tmp_path: Path, field: str, value: object, words: str) -> None:
+    """Found by tests/results/test_document_properties.py: a shard entry that is not an object raised
+    AttributeError in the console report."""
+    document = to_document(full_run())
+    document[field] = value
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ResultsError, match=re.escape(words)):
         read_document(path)
