@@ -28,6 +28,8 @@ PREFIX = struct.Struct("<4sIQ")
 #: Limits that keep a garbled length from making a reader wait for, or allocate, absurd amounts.
 MAX_HEADER_BYTES = 16 * 1024 * 1024
 MAX_PAYLOAD_BYTES = 1 << 36
+#: Elements one tensor may hold, as in suites (suite/tensors.py): a request or reply declaring more is refused.
+MAX_ELEMENTS = 2**28
 #: Tensors start on DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT boundaries so a harness can upload in place.
 TENSOR_ALIGNMENT = 16
 
@@ -45,7 +47,8 @@ class ProtocolError(Exception):
     """A message breaks the protocol. `fatal`: the byte stream can no longer be trusted (resynchronise)."""
 
     def __init__(self, message: str, fatal: bool = True) -> None:
-        super().__init__(message)
+        # One line, as a case's message: line breaks from the stream (a tensor name, a value) shown escaped.
+        super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
         self.fatal = fatal
 
 
@@ -81,23 +84,28 @@ def encode_frame(header: Mapping[str, Any], payload: bytes = b"") -> bytes:
     return PREFIX.pack(MAGIC, len(text), len(payload)) + text + payload
 
 
-def read_frame(read: Callable[[int], bytes]) -> Frame:
-    """Read one frame. `read(n)` returns up to n bytes and b'' only at end of stream; it may raise."""
+def read_frame(read: Callable[[int], bytes], max_header: int = MAX_HEADER_BYTES,
+               max_payload: int = MAX_PAYLOAD_BYTES) -> Frame:
+    """Read one frame. `read(n)` returns up to n bytes and b'' only at end of stream; it may raise. A header or
+    payload longer than the reader allows (the runner knows how many bytes a case's outputs take) is refused
+    from the prefix, before it is read."""
     prefix = _read_exactly(read, PREFIX.size, "frame prefix")
     magic, header_len, payload_len = PREFIX.unpack(prefix)
     if magic != MAGIC:
         raise ProtocolError(f"bad frame: expected magic {MAGIC!r}, got {magic!r} (is the harness printing "
                             f"text to stdout? stdout carries only frames: {prefix[:16]!r})")
-    if header_len == 0 or header_len > MAX_HEADER_BYTES:
-        raise ProtocolError(f"bad frame: header length {header_len} outside 1..{MAX_HEADER_BYTES}")
-    if payload_len > MAX_PAYLOAD_BYTES:
-        raise ProtocolError(f"bad frame: payload length {payload_len} above {MAX_PAYLOAD_BYTES}")
+    if header_len == 0 or header_len > max_header:
+        raise ProtocolError(f"bad frame: header length {header_len} outside 1..{max_header}")
+    if payload_len > max_payload:
+        raise ProtocolError(f"bad frame: payload length {payload_len} above {max_payload}, what this message "
+                            "may carry")
     raw_header = _read_exactly(read, header_len, "frame header")
     payload = _read_exactly(read, payload_len, "frame payload") if payload_len else b""
     try:
         header = json.loads(raw_header.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProtocolError(f"bad frame: header is not UTF-8 JSON ({exc}): {raw_header[:80]!r}") from None
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, a number past the digit limit, too deep
+        raise ProtocolError(f"bad frame: header is not UTF-8 JSON ({str(exc).splitlines()[0]}): "
+                            f"{raw_header[:80]!r}") from None
     if not isinstance(header, dict):
         raise ProtocolError(f"bad frame: header is a JSON {type(header).__name__}, not an object")
     return Frame(header, payload)
@@ -153,8 +161,11 @@ def read_tensor_desc(entry: object, where: str) -> tuple[str, TensorDesc]:
                             f"scope (1..11)", fatal=False) from None
     sizes = entry.get("Sizes")
     if not isinstance(sizes, list) or not all(_is_int(s) and s >= 0 for s in sizes):
-        raise ProtocolError(f"{where}.{name}: Sizes must be a list of non-negative integers, got {sizes!r}",
+        raise ProtocolError(f"{where}.{name}: Sizes must be a list of non-negative integers, got {str(sizes)[:80]}",
                             fatal=False)
+    if math.prod(sizes) > MAX_ELEMENTS:
+        raise ProtocolError(f"{where}.{name}: Sizes {str(sizes)[:80]} hold more than {MAX_ELEMENTS} elements, the "
+                            "most a tensor may", fatal=False)
     return name, TensorDesc(dtype, tuple(sizes))
 
 

@@ -236,3 +236,47 @@ def test_hello_accepts_level_names_and_values() -> None:
 def test_bad_hellos_explain_themselves(header: dict[str, object], words: str) -> None:
     with pytest.raises(ProtocolError, match=words):
         protocol.decode_hello(read_back(protocol.encode_frame(header)))
+
+
+# -- hostile streams (issue 25) ------------------------------------------------------------------------------------
+def test_a_payload_longer_than_the_reader_allows_is_refused_before_it_is_read() -> None:
+    """The runner knows how many bytes a case's outputs take: a reply claiming 64 GiB is refused from its prefix."""
+    from dmlconform.harness_protocol import MAGIC, PREFIX, read_frame
+
+    stream = io.BytesIO(PREFIX.pack(MAGIC, 2, 1 << 36) + b"{}" + bytes(64))
+    with pytest.raises(ProtocolError, match=r"payload length 68719476736 above 1024"):
+        read_frame(stream.read, max_payload=1024)
+    assert stream.tell() == PREFIX.size  # not a byte of the header or payload read
+
+
+@pytest.mark.parametrize("header,words", [
+    (b"[" * 100_000, "not UTF-8 JSON"),  # RecursionError in json.loads before
+    (b'{"type": ' + b"9" * 5000 + b"}", "not UTF-8 JSON"),  # ValueError (Python's int digit limit) before
+])
+def test_a_header_json_cannot_parse_is_a_protocol_error(header: bytes, words: str) -> None:
+    from dmlconform.harness_protocol import MAGIC, PREFIX, read_frame
+
+    with pytest.raises(ProtocolError, match=words) as caught:
+        read_frame(io.BytesIO(PREFIX.pack(MAGIC, len(header), 0) + header).read)
+    assert "\n" not in str(caught.value)
+
+
+def test_sizes_past_the_element_limit_are_refused() -> None:
+    from dmlconform.harness_protocol import MAX_ELEMENTS, read_tensor_desc
+
+    with pytest.raises(ProtocolError, match=f"more than {MAX_ELEMENTS} elements") as caught:
+        read_tensor_desc({"name": "OutputGradientTensor", "DataType": 1, "Sizes": [65536, 65536]}, "outputs")
+    assert not caught.value.fatal
+    assert read_tensor_desc({"name": "x", "DataType": 1, "Sizes": [MAX_ELEMENTS]}, "outputs")[1].shape == (MAX_ELEMENTS,)
+
+
+def test_a_name_with_a_line_break_gives_a_one_line_error() -> None:
+    """Found by fuzz/fuzz_harness_replies.py: a reply's tensor name "OutputGradientT\\nsor" went raw into the
+    ProtocolError, which becomes the case's message (two lines in reports)."""
+    from dmlconform.harness_protocol import decode_result
+
+    frame = Frame({"type": "result", "id": "s/c", "status": "ok", "outputs": [
+        {"name": "OutputGradientT\nsor", "DataType": 1, "Sizes": [1], "offset": 0, "nbytes": 4}]}, b"\0" * 4)
+    with pytest.raises(ProtocolError, match=r"outputs\.OutputGradientT\\nsor: not an output") as caught:
+        decode_result(frame, "s/c", {"OutputGradientTensor": TensorDesc(DataType.FLOAT32, (1,))})
+    assert "\n" not in str(caught.value)

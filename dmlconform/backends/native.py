@@ -9,6 +9,7 @@ restarted before the next case whenever its stream can no longer be trusted.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import queue
 import shlex
@@ -31,6 +32,8 @@ MIN_HANDSHAKE_S = 10.0
 #: After this many restarts in a row that fail, the remaining cases fail fast instead of retrying.
 MAX_FAILED_STARTS = 3
 STDERR_LINES = 40
+#: A reply's header holds a status, a message and tensor entries: far less than this.
+REPLY_HEADER_BYTES = 1 << 20
 MAX_STDERR_LINE = 2000
 _PYTHON_NAMES = ("python", "python3", "python.exe", "python3.exe")
 
@@ -143,8 +146,9 @@ class HarnessProcess:
     def send(self, data: bytes) -> None:
         self._outbound.put(data)
 
-    def read_frame(self, deadline: float) -> Frame:
-        """Read one frame before the deadline; raises _Timeout, StreamEnded, _WriteFailed or ProtocolError."""
+    def read_frame(self, deadline: float, max_payload: int = 0) -> Frame:
+        """Read one frame before the deadline, its header at most REPLY_HEADER_BYTES and its payload at most
+        `max_payload`; raises _Timeout, StreamEnded, _WriteFailed or ProtocolError."""
         received = 0
 
         def read(count: int) -> bytes:
@@ -169,7 +173,7 @@ class HarnessProcess:
             received += len(chunk)
             return chunk
 
-        return protocol.read_frame(read)
+        return protocol.read_frame(read, REPLY_HEADER_BYTES, max_payload)
 
     # -- life cycle --------------------------------------------------------------------------------
     def exit_code(self, wait_s: float) -> int | None:
@@ -332,7 +336,7 @@ class NativeBackend:
         deadline = time.monotonic() + self.timeout_s
         process.send(request)
         try:
-            frame = process.read_frame(deadline)
+            frame = process.read_frame(deadline, expected_payload(case))
             reply = protocol.decode_result(frame, case.full_id, {name: case.description.tensors[name]
                                                                  for name in case.op.outputs})
         except _Timeout as exc:
@@ -352,7 +356,7 @@ class NativeBackend:
             if process.exit_code(2.0) is None:
                 process.kill()
             self._discard(kill=False)
-        return self._outcome(reply)
+        return reply_outcome(reply)
 
     def _ended(self, process: HarnessProcess, exc: Exception) -> Outcome:
         # A dying process closes stdout a moment before it is reaped; a live one is not waited on for long.
@@ -370,18 +374,28 @@ class NativeBackend:
             return Outcome.error(f"harness {pipe}; {death}; harness restarted")
         return Outcome(OutcomeKind.CRASH, message=f"harness died{where}: {death}")
 
-    def _outcome(self, reply: protocol.Reply) -> Outcome:
-        if reply.status == "ok":
-            return Outcome.ran(reply.outputs)
-        if reply.status == "refused":
-            return Outcome.refused(reply.message or "refused (no message)")
-        if reply.status == "unsupported":
-            return Outcome.not_supported(reply.message or "the harness does not support this case")
-        if reply.status == "device_removed":
-            hresult = reply.header.get("hresult")
-            code = f" ({hresult})" if isinstance(hresult, str) and hresult else ""
-            return Outcome(OutcomeKind.CRASH, message=f"device removed{code}: {reply.message or 'no reason given'}")
-        return Outcome.error(f"harness error: {reply.message or '(no message)'}")
+
+def expected_payload(case: Case) -> int:
+    """The most payload bytes a reply to the case may carry: its outputs' elements at 8 bytes each (the widest
+    type, so that a reply in the wrong type is still read, and refused with its type named), each aligned. A
+    larger payload is refused from the frame's prefix, before it is read."""
+    return sum(math.prod(case.description.tensors[name].shape) * 8 + protocol.TENSOR_ALIGNMENT
+               for name in case.op.outputs)
+
+
+def reply_outcome(reply: protocol.Reply) -> Outcome:
+    """What a decoded reply means for its case."""
+    if reply.status == "ok":
+        return Outcome.ran(reply.outputs)
+    if reply.status == "refused":
+        return Outcome.refused(reply.message or "refused (no message)")
+    if reply.status == "unsupported":
+        return Outcome.not_supported(reply.message or "the harness does not support this case")
+    if reply.status == "device_removed":
+        hresult = reply.header.get("hresult")
+        code = f" ({hresult})" if isinstance(hresult, str) and hresult else ""
+        return Outcome(OutcomeKind.CRASH, message=f"device removed{code}: {reply.message or 'no reason given'}")
+    return Outcome.error(f"harness error: {reply.message or '(no message)'}")
 
 
 @register("native")

@@ -57,6 +57,7 @@ from dmlconform.results.artifacts import artifact_folder, npy_from_bytes
 from dmlconform.results.document import (
     backend_json,
     case_json,
+    dotted,
     first_difference,
     from_document,
     to_document,
@@ -219,7 +220,7 @@ class _Check:
         self.verification.verdict = verdict
         recorded = self.document.get("verdict")
         if recorded != verdict.to_json():
-            difference = first_difference(recorded, verdict.to_json()) or "verdict"
+            difference = dotted(first_difference(recorded, verdict.to_json()) or ()) or "verdict"
             self.fail(CERTIFICATION, f"field verdict.{difference}: is not what results.json gives "
                                      f"(certified: {verdict.certified})")
         if self.verification.worst() is None or self.verification.worst() is ProblemKind.CLAIM:
@@ -274,14 +275,14 @@ class _Check:
         environment = self.read_json(ENVIRONMENT)
         backend = backend_json(run.backend)
         if self.document.get("device") != backend:
-            field_name = first_difference(self.document.get("device"), backend) or ""
+            field_name = dotted(first_difference(self.document.get("device"), backend) or ())
             self.fail(CERTIFICATION, f"field device.{field_name}: is not the backend results.json names")
         if not isinstance(environment, dict):
             return
         if environment.get("format") != ENVIRONMENT_FORMAT:
             self.fail(ENVIRONMENT, f"field format: is {environment.get('format')!r}, not {ENVIRONMENT_FORMAT!r}")
         if environment.get("backend") != backend:
-            field_name = first_difference(environment.get("backend"), backend) or ""
+            field_name = dotted(first_difference(environment.get("backend"), backend) or ())
             self.fail(ENVIRONMENT, f"field backend.{field_name}: is not the backend results.json names")
         for key in ("tool", "harness_files"):
             if environment.get(key) != self.document.get(key):
@@ -321,9 +322,9 @@ class _Check:
         rebuilt = to_document(run)
         for key in ("summary", "feature_levels", "behaviour_fingerprint"):
             if raw.get(key) != rebuilt[key]:
-                place = ".".join(filter(None, (key, first_difference(raw.get(key), rebuilt[key]))))
-                self.fail(where, f"field {place}: says {json.dumps(value_at(raw, place))}, the cases give "
-                                 f"{json.dumps(value_at(rebuilt, place))}")
+                path = (key, *(first_difference(raw.get(key), rebuilt[key]) or ()))
+                self.fail(where, f"field {dotted(path)}: says {json.dumps(value_at(raw, path))}, the cases give "
+                                 f"{json.dumps(value_at(rebuilt, path))}")
 
     def check_cases(self, run: RunResult) -> None:
         positions = {case.full_id: position for position, case in enumerate(self.shipped.cases)}
@@ -505,7 +506,7 @@ class _Check:
                 if theirs is None:
                     self.fail(f"{WAIVERS}: waiver {waiver_id}", f"is not in the granted list {granted.path}")
                 elif ours is not None and ours.to_json() != theirs.to_json():
-                    difference = first_difference(ours.to_json(), theirs.to_json())
+                    difference = dotted(first_difference(ours.to_json(), theirs.to_json()) or ())
                     self.fail(f"{WAIVERS}: waiver {waiver_id}", f"field {difference}: differs from the granted list "
                                                                 f"{granted.path}")
         return waivers

@@ -9,12 +9,15 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from dmlconform.case import Case
     from dmlconform.feature_levels import FeatureLevel
     from dmlconform.results.expectations import Expectations
     from dmlconform.run_result import RunResult
+    from dmlconform.suite.limits import SuiteLimits
     from dmlconform.suite.loader import SuiteParser
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -74,8 +77,28 @@ def write_json_output(json_path: Path, document: object) -> None:
         fail(f"cannot write {json_path}: {exc.strerror or exc}")
 
 
+SUITE_LIMIT_HELP = ("Raise (or lower) a limit on the suites loaded: files=N (suite files; default 10000), cases=N "
+                    "(default 100000), bytes=SIZE (the tensor bytes the cases declare plus 32 per byte of suite "
+                    "text, e.g. 16GiB; default 2GiB); NAME=none lifts one. Repeatable. See docs/fuzzing.md.")
+
+
+def suite_limit_option(command: Callable[..., object]) -> Callable[..., object]:
+    """`--suite-limit NAME=N`, repeatable, given to the command as `suite_limits` (a SuiteLimits)."""
+
+    def parse(context: click.Context, parameter: click.Parameter, values: tuple[str, ...]) -> SuiteLimits:
+        from dmlconform.suite.limits import SuiteLimits
+
+        try:
+            return SuiteLimits.parse(values)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    return click.option("--suite-limit", "suite_limits", multiple=True, metavar="NAME=N", callback=parse,
+                        help=SUITE_LIMIT_HELP)(command)
+
+
 def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None = None,
-               parse: SuiteParser | None = None) -> list[Case]:
+               parse: SuiteParser | None = None, limits: SuiteLimits | None = None) -> list[Case]:
     """The selected cases of the given suites, or of the bundled ones at the tier (default: standard)."""
     from dmlconform.suite import SuiteError
     from dmlconform.suite.loader import load_paths, load_suites
@@ -90,7 +113,7 @@ def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str |
         if tier is Tier.FULL:
             roots.append(_full_tier())
     try:
-        cases = load_paths(roots, tier, parse or load_suites)
+        cases = load_paths(roots, tier, parse or load_suites, limits)
         return select(cases, expression)
     except (SuiteError, SelectError) as exc:
         fail(str(exc))

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import click
 
-from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, TIER_HELP, fail, load_cases, make_console, write_json_output
+from dmlconform.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    TIER_HELP,
+    fail,
+    load_cases,
+    make_console,
+    suite_limit_option,
+    write_json_output,
+)
+from dmlconform.suite.limits import SuiteLimits
 from dmlconform.suite.tiers import DEFAULT, NAMES
 
 
@@ -18,7 +28,9 @@ from dmlconform.suite.tiers import DEFAULT, NAMES
 @click.option("--tier", "tier_name", type=click.Choice(NAMES), help=TIER_HELP)
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
               help="Write the coverage as JSON here ('-' for standard output) instead of the tables.")
-def coverage(result: Path | None, paths: tuple[Path, ...], tier_name: str | None, json_path: Path | None) -> None:
+@suite_limit_option
+def coverage(result: Path | None, paths: tuple[Path, ...], tier_name: str | None, json_path: Path | None,
+             suite_limits: SuiteLimits) -> None:
     """Cases per data type × rank × feature level, per operator, and the cells with none.
 
     One matrix per level of each operator's support table. Given a RESULT.json of `dmlconform run`, each cell
@@ -36,7 +48,7 @@ def coverage(result: Path | None, paths: tuple[Path, ...], tier_name: str | None
             run = read_document(result)
         except ResultsError as exc:
             fail(str(exc))
-    cases = load_cases(paths, None, tier_name)
+    cases = load_cases(paths, None, tier_name, limits=suite_limits)
     found = compute(cases, run)
     tier = tier_name or (None if paths else DEFAULT.value)
     if json_path is not None:

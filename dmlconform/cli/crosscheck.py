@@ -11,7 +11,16 @@ from pathlib import Path
 
 import click
 
-from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, load_cases, make_console, write_json_output
+from dmlconform.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    fail,
+    load_cases,
+    make_console,
+    suite_limit_option,
+    write_json_output,
+)
+from dmlconform.suite.limits import SuiteLimits
 
 DEFAULT_BACKENDS = "numpy,onnxruntime,torch"
 #: What the part after the colon of `NAME:OPTION` sets, per backend.
@@ -54,8 +63,10 @@ def parse_backends(text: str) -> list[tuple[str, str, str | None]]:
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the crosscheck as JSON here.")
 @click.option("--show", "shown", default=25, show_default=True, type=click.IntRange(0),
               help="Cases that are not 'all agree' printed in full.")
+@suite_limit_option
 def crosscheck(paths: tuple[Path, ...], backends_text: str, expression: str | None, device: str, ep: str,
-               harness: str | None, timeout_s: float, json_path: Path | None, shown: int) -> None:
+               harness: str | None, timeout_s: float, json_path: Path | None, shown: int,
+               suite_limits: SuiteLimits) -> None:
     """Run each case on every backend and, where they disagree, say whether a backend or the golden is wrong.
 
     Verdicts per case: "all agree"; "backend X differs" (X does not match the golden, at least one backend
@@ -72,7 +83,7 @@ def crosscheck(paths: tuple[Path, ...], backends_text: str, expression: str | No
     except ValueError as exc:
         fail(str(exc))
     base = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, device=device)
-    cases = load_cases(paths, expression)
+    cases = load_cases(paths, expression, limits=suite_limits)
     backends = []
     try:
         for label, name, option in specs:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from dmlconform.case_result import CaseResult, Status
     from dmlconform.feature_levels import FeatureLevel
     from dmlconform.results.journal import Journal, JournalWriter
+    from dmlconform.suite.limits import SuiteLimits
 
 
 class StopRequest:
@@ -103,6 +104,8 @@ class RunRequest:
     result_file: Path | None = None
     #: Kept outputs flushed to disk one by one (see save_npy).
     durable_artifacts: bool = True
+    #: Bounds on the suite tree, counted before they are spent (None: the defaults).
+    suite_limits: SuiteLimits | None = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -136,7 +139,8 @@ def execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResu
                       jobs, stop.event, request.options.timeout_s)
     pool.launch()  # backends (harnesses) start while the suites load
     try:
-        cases = load_cases(request.paths, request.expression, request.tier_name, parallel_parser(default_helpers()))
+        cases = load_cases(request.paths, request.expression, request.tier_name, parallel_parser(default_helpers()),
+                           request.suite_limits)
         suite = SuiteInfo(selection_fingerprint(cases), len(cases), suite_file_hashes(cases))
         positions = shard_positions(cases, shard.index, shard.count) if shard else list(range(len(cases)))
         settings = request.settings

@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from dmlconform.cli.common import TIER_HELP, load_cases, make_console
+from dmlconform.cli.common import TIER_HELP, load_cases, make_console, suite_limit_option
 from dmlconform.suite.tiers import NAMES
+
+if TYPE_CHECKING:
+    from dmlconform.suite.limits import SuiteLimits
 
 
 @click.command("list")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-k", "expression", metavar="EXPR", help="Select cases as `run -k` does.")
 @click.option("--tier", "tier_name", type=click.Choice(NAMES), help=TIER_HELP)
-def list_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None) -> None:
+@suite_limit_option
+def list_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None,
+               suite_limits: SuiteLimits) -> None:
     """List the cases with their operator, data type, rank and required feature level."""
     from rich.table import Table
 
-    cases = load_cases(paths, expression, tier_name)
+    cases = load_cases(paths, expression, tier_name, limits=suite_limits)
     table = Table("case", "op", "dtype", "rank", "required", "kind")
     for case in cases:
         kind = "invalid" if case.expect_invalid else ("candidates" if case.candidates else "single")

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, bundled_suites, fail, make_console
+from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, bundled_suites, fail, make_console, suite_limit_option
 
 if TYPE_CHECKING:
     from dmlconform.feature_levels import FeatureLevel
     from dmlconform.run_result import RunResult
+    from dmlconform.suite.limits import SuiteLimits
 
 #: Defaults of `run` that need not be repeated on the replay command line.
 _RUN_DEFAULTS = {"repeat": 1, "timeout_s": 60.0}
@@ -50,8 +51,9 @@ def run_options(run: RunResult | None, target: FeatureLevel) -> list[str]:
               help="Suite files or folders to find the case in (default: the bundled test_vectors/). Repeatable.")
 @click.option("--no-rerun", is_flag=True, help="Never run the case again: without artifacts, the bundle has no "
               "actual/ outputs.")
+@suite_limit_option
 def repro(case_id: str, out_dir: Path, result_path: Path | None, suite_paths: tuple[Path, ...],
-          no_rerun: bool) -> None:
+          no_rerun: bool, suite_limits: SuiteLimits) -> None:
     """Write a repro bundle for one case: a one-case suite with .npy inputs and expected outputs, the actual
     outputs, a DxDispatch model of the DirectML operator, and the exact command line that reproduces the result.
 
@@ -64,7 +66,8 @@ def repro(case_id: str, out_dir: Path, result_path: Path | None, suite_paths: tu
     from dmlconform.triage.session import open_case
 
     try:
-        session = open_case(case_id, result_path, list(suite_paths) or [bundled_suites()], not no_rerun)
+        session = open_case(case_id, result_path, list(suite_paths) or [bundled_suites()], not no_rerun,
+                            suite_limits)
         inspection = inspect_case(session.case, session.actual.outputs, session.target)
         options = run_options(session.run, session.target)
         check = write_bundle(out_dir, session.case, session.actual.outputs, inspection, options, session.recorded,

@@ -17,12 +17,14 @@ from dmlconform.cli.common import (
     fail,
     make_console,
     parse_level,
+    suite_limit_option,
     write_reports,
 )
 from dmlconform.suite.tiers import NAMES
 
 if TYPE_CHECKING:
     from dmlconform.cli.execution import StopRequest
+    from dmlconform.suite.limits import SuiteLimits
 
 
 @click.command()
@@ -74,12 +76,14 @@ if TYPE_CHECKING:
               "<output>.npy, recorded in the JSON result (for `dmlconform show` and `repro`).")
 @click.option("--artifacts-all", is_flag=True, help="With --artifacts: keep the outputs of every case.")
 @click.option("--tier", "tier_name", type=click.Choice(NAMES), help=TIER_HELP)
+@suite_limit_option
 def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expression: str | None,
         json_path: Path | None, junit_path: Path | None, jobs: int, shard_text: str | None,
         journal_path: Path | None, resume: bool, baseline: Path | None, failures_path: Path | None,
         skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
         device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
-        html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None) -> None:
+        html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
+        suite_limits: SuiteLimits) -> None:
     """Run suite files or folders (default: the bundled test_vectors/) through a backend.
 
     Exit status: 0 every case came out as expected, 1 one did not, 2 unusable input or usage,
@@ -100,7 +104,8 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
          journal_path: Path | None, resume: bool, baseline: Path | None, failures_path: Path | None,
          skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
          device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
-         html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None) -> int:
+         html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
+         suite_limits: SuiteLimits) -> int:
     from dmlconform.backends.base import BackendOptions
     from dmlconform.cli.common import write_html_report
     from dmlconform.cli.execution import RunRequest, default_journal, execute
@@ -130,7 +135,8 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
     request = RunRequest(paths, backend_name, BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s,
                                                              variant=variant, device=device),
                          level, expression, tier_name, jobs, shard, journal_path or default_journal(json_path), resume,
-                         expectations, retries, repeat, keep, artifacts_dir, json_path)
+                         expectations, retries, repeat, keep, artifacts_dir, json_path,
+                         suite_limits=suite_limits)
     console = make_console()
     run = execute(request, stop, console)
     render(run, console, failures_shown)

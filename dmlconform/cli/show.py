@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from dmlconform.cli.common import bundled_suites, fail, make_console
+from dmlconform.cli.common import bundled_suites, fail, make_console, suite_limit_option
+
+if TYPE_CHECKING:
+    from dmlconform.suite.limits import SuiteLimits
 
 
 @click.command()
@@ -18,7 +22,9 @@ from dmlconform.cli.common import bundled_suites, fail, make_console
               help="Suite files or folders to find the case in (default: the bundled test_vectors/). Repeatable.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000), help="Worst elements listed.")
 @click.option("--no-rerun", is_flag=True, help="Never run the case again: without artifacts, show no actual values.")
-def show(case_id: str, result_path: Path | None, suite_paths: tuple[Path, ...], top: int, no_rerun: bool) -> None:
+@suite_limit_option
+def show(case_id: str, result_path: Path | None, suite_paths: tuple[Path, ...], top: int, no_rerun: bool,
+         suite_limits: SuiteLimits) -> None:
     """Show a case: its operator desc, tensor summaries, the rule with its numbers, and, with --result, the
     worst elements (indices, values, bit patterns), a ULP histogram and the reference's accumulation data.
 
@@ -30,7 +36,8 @@ def show(case_id: str, result_path: Path | None, suite_paths: tuple[Path, ...], 
     from dmlconform.triage.session import open_case
 
     try:
-        session = open_case(case_id, result_path, list(suite_paths) or [bundled_suites()], not no_rerun)
+        session = open_case(case_id, result_path, list(suite_paths) or [bundled_suites()], not no_rerun,
+                            suite_limits)
     except (ResultsError, TriageError) as exc:
         fail(str(exc))
     inspection = inspect_case(session.case, session.actual.outputs, session.target, top)

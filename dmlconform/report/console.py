@@ -1,8 +1,12 @@
-"""The console report: operators × feature levels, a verdict per level, behaviours, then the failures."""
+"""The console report: operators × feature levels, a verdict per level, behaviours, then the failures.
+
+Every string that comes from a result (a backend's name, a case id, a message: a result document may hold
+anything) is escaped or given as Text: rich would read `[/]` in it as markup, and raise."""
 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -16,8 +20,9 @@ FAILURES_SHOWN = 25
 
 def render(run: RunResult, console: Console, failures_shown: int = FAILURES_SHOWN) -> None:
     info = run.backend
-    console.print(f"[bold]dmlconform[/] backend [bold]{info.name}[/] ({info.version}) on {info.device}")
-    console.print(f"claimed feature level {info.feature_level}: {info.feature_level_source}")
+    console.print(f"[bold]dmlconform[/] backend [bold]{escape(info.name)}[/] ({escape(info.version)}) on "
+                  f"{escape(info.device)}")
+    console.print(f"claimed feature level {info.feature_level}: {escape(info.feature_level_source)}")
     console.print(f"judged at feature level [bold]{run.target_level}[/]; {len(run.results)} cases "
                   f"in {run.duration_s:.2f} s")
     _run_lines(run, console)
@@ -43,7 +48,8 @@ def _run_lines(run: RunResult, console: Console) -> None:
     if run.shard is not None and run.suite is not None:
         console.print(f"shard {run.shard} of a selection of {run.suite.cases} cases")
     if run.shards:
-        console.print(f"merged from {len(run.shards)} shard(s): " + ", ".join(s["file"] for s in run.shards))
+        console.print(f"merged from {len(run.shards)} shard(s): " + ", ".join(str(s.get("file")) for s in run.shards),
+                      markup=False)
     if run.missing_shards:
         console.print(f"[bold red]missing shards: {', '.join(map(str, run.missing_shards))}[/] (their cases are "
                       "not in this result)")
@@ -61,7 +67,7 @@ def _level_table(results: list[CaseResult], levels: list[FeatureLevel], target: 
         table.add_column(level.label + ("" if level <= target else " *"), justify="right")
     table.add_column("all", justify="right")
     for op in sorted({r.op for r in results}):
-        row: list[Text | str] = [op]
+        row: list[Text | str] = [Text(op)]
         mine = [r for r in results if r.op == op]
         for level in levels:
             row.append(_cell([r for r in mine if r.required_level == level]))
@@ -115,7 +121,7 @@ def _fingerprint(results: list[CaseResult], console: Console) -> None:
     table.add_column("behaviour")
     table.add_column("followed")
     for name in sorted(verdicts):
-        table.add_row(name, verdicts[name])
+        table.add_row(Text(name), Text(str(verdicts[name])))
     console.print(table)
 
 
@@ -128,16 +134,17 @@ def _failures(results: list[CaseResult], console: Console, limit: int) -> None:
         return
     console.print(f"[bold red]{len(bad)} case(s) did not come out as expected[/]")
     for result in bad[:limit]:
-        console.print(f"[bold red]{result.status.value}[/] {result.id} [dim]({result.op} {result.dtype} "
-                      f"rank {result.rank}, required from {result.required_level}; {result.file})[/]")
+        console.print(f"[bold red]{result.status.value}[/] {escape(result.id)} [dim]({escape(result.op)} "
+                      f"{escape(result.dtype)} rank {result.rank}, required from {result.required_level}; "
+                      f"{escape(result.file)})[/]")
         console.print(f"  {result.message}", markup=False, highlight=False)
         if result.worst:
             table = Table(show_edge=False, pad_edge=False, box=None)
             for column in ("index", "expected", "actual", "ULP", "allowed"):
                 table.add_column(column)
             for element in result.worst:
-                table.add_row(str(list(element.index)), element.expected, element.actual,
-                              "-" if element.ulp is None else str(element.ulp), element.allowed)
+                table.add_row(Text(str(list(element.index))), Text(element.expected), Text(element.actual),
+                              "-" if element.ulp is None else str(element.ulp), Text(element.allowed))
             console.print(table)
     if len(bad) > limit:
         console.print(f"... and {len(bad) - limit} more; see the JSON result for all of them")
@@ -156,10 +163,10 @@ def _ci_overlay(results: list[CaseResult], console: Console, limit: int) -> None
         for result in hits[:limit]:
             runs = ", ".join(s.value for s in result.attempts)
             waiver = result.waiver
-            console.print(f"  {result.id}" + (f" [dim](runs: {runs})[/]" if status is Status.FLAKE else "") +
-                          (f" [dim]({result.expectation})[/]" if result.expectation else "") +
-                          (f" [dim]({result.outcome.value if result.outcome else '?'}; waiver {waiver.id}: "
-                           f"{waiver.reason})[/]" if waiver else ""))
+            console.print(f"  {escape(result.id)}" + (f" [dim](runs: {runs})[/]" if status is Status.FLAKE else "")
+                          + (f" [dim]({escape(result.expectation)})[/]" if result.expectation else "")
+                          + (f" [dim]({result.outcome.value if result.outcome else '?'}; waiver {escape(waiver.id)}: "
+                             f"{escape(waiver.reason)})[/]" if waiver else ""))
         if len(hits) > limit:
             console.print(f"  ... and {len(hits) - limit} more")
 
@@ -174,7 +181,7 @@ def _moved(run: RunResult, console: Console, limit: int) -> None:
         return
     console.print(f"[bold yellow]{len(moved)} case(s) not bit-identical across {repeat} repeats[/]")
     for result in moved[:limit]:
-        console.print(f"  {result.id}: {result.moved_count} element(s) moved")
+        console.print(f"  {result.id}: {result.moved_count} element(s) moved", markup=False)
         for element in result.moved:
             console.print(f"    {element.output}{list(element.index)}: {' | '.join(element.values)}",
                           markup=False, highlight=False)

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -56,13 +57,13 @@ def summary_line(diff: RunDiff) -> str:
 
 
 def render_diff(diff: RunDiff, console: Console, old_label: str, new_label: str, limit: int = 25) -> None:
-    console.print(f"[bold]dmlconform diff[/]  old: {old_label}  new: {new_label}", highlight=False)
+    console.print(f"[bold]dmlconform diff[/]  old: {escape(old_label)}  new: {escape(new_label)}", highlight=False)
     console.print(f"  old run: {diff.old_name}", markup=False, highlight=False)
     console.print(f"  new run: {diff.new_name}", markup=False, highlight=False)
     if diff.run_changes:
         table = Table("what differs", "old", "new", title="the runs", title_justify="left")
         for change in diff.run_changes:
-            table.add_row(change.name, change.old, change.new)
+            table.add_row(Text(change.name), Text(change.old), Text(change.new))
         console.print(table)
     if diff.behaviours:
         table = Table("behaviour", "old", "new", title="behaviour fingerprint: the readings that differ",
@@ -116,8 +117,8 @@ def _changes_table(changes: list[CaseDiff]) -> Table:
         closeness = _moved(format_closeness(c.old.closeness if c.old else None),
                            format_closeness(c.new.closeness if c.new else None))
         detail = c.message if c.required else f"(not required) {c.message}"
-        table.add_row(Text(c.change.value, style=_STYLE[c.change]), status, _moved(_ulp(c.old), _ulp(c.new)),
-                      closeness, Text(detail[:160]), c.id)
+        table.add_row(Text(c.change.value, style=_STYLE[c.change]), Text(status), _moved(_ulp(c.old), _ulp(c.new)),
+                      closeness, Text(detail[:160]), Text(c.id))
     return table
 
 
@@ -128,9 +129,9 @@ def _drift_table(drift: list[Drift]) -> Table:
     table.add_column("case", overflow="fold")
     for d in drift:
         arrow = Text("▲ closer", style="yellow") if d.closer else Text("▼", style="green")
-        table.add_row(arrow, d.status, d.new.rule or "-", _moved(_ulp(d.old), _ulp(d.new)),
+        table.add_row(arrow, Text(str(d.status)), Text(d.new.rule or "-"), _moved(_ulp(d.old), _ulp(d.new)),
                       _moved(_error(d.old), _error(d.new)),
-                      f"{format_closeness(d.old.closeness)} → {format_closeness(d.new.closeness)}", d.id)
+                      f"{format_closeness(d.old.closeness)} → {format_closeness(d.new.closeness)}", Text(d.id))
     return table
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -38,18 +39,19 @@ def render_inspection(inspection: Inspection, console: Console, recorded: CaseRe
     console.print(_tensor_table(inspection))
     if recorded is not None and run is not None:
         outcome = f" (outcome {recorded.outcome.value})" if recorded.outcome else ""
-        console.print(f"[bold]recorded[/]: {recorded.status.value}{outcome} on {run.backend.name} "
-                      f"({run.backend.version}, {run.backend.device}) judged at {run.target_level}; max ULP "
+        console.print(f"[bold]recorded[/]: {recorded.status.value}{outcome} on {escape(run.backend.name)} "
+                      f"({escape(run.backend.version)}, {escape(run.backend.device)}) judged at {run.target_level}; "
+                      f"max ULP "
                       f"{recorded.max_ulp if recorded.max_ulp is not None else '-'}, closeness "
                       f"{format_closeness(recorded.closeness)}", highlight=False)
         console.print(f"  {recorded.message}", markup=False, highlight=False)
     for note in notes or []:
         console.print(Text(f"note: {note}", style="yellow"))
     if source:
-        console.print(f"[bold]actual outputs[/]: {source}", highlight=False)
+        console.print(f"[bold]actual outputs[/]: {escape(source)}", highlight=False)
     if inspection.status is not None:
         answer = f" against '{inspection.answer}'" if inspection.answer and inspection.answer != "expected" else ""
-        console.print(f"[bold]now[/]: {inspection.status.value}{answer}: {inspection.message}"
+        console.print(f"[bold]now[/]: {inspection.status.value}{escape(answer)}: {escape(inspection.message)}"
                       + (f"; closeness {format_closeness(inspection.closeness)} (1 = at the limit)"
                          if inspection.closeness is not None else ""), highlight=False)
     if inspection.rule_lines:

@@ -14,4 +14,5 @@ class ResultsError(ValueError):
         if field:
             parts.append(f"field {field}")
         parts.append(message)
-        super().__init__(": ".join(parts))
+        # Line breaks from the input (an id, a value) shown escaped: the CLI prints one line.
+        super().__init__(": ".join(parts).replace("\r", "\\r").replace("\n", "\\n"))

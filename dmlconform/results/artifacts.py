@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
 from dmlconform.atomic_file import write_atomically
 from dmlconform.case_result import CaseResult
+from dmlconform.npy_file import NpyError, NpyHeader, read_array
+from dmlconform.ops.base import TensorDesc
 from dmlconform.results import ResultsError
 
 
@@ -52,25 +55,32 @@ def save_artifacts(result: CaseResult, directory: Path, result_file: Path | None
 
 
 def npy_from_bytes(data: bytes) -> np.ndarray:
-    """A whole .npy file's array: numpy's usual header parsed by a pattern (numpy's own parser costs a small array
-    more than its data), anything else by numpy without pickle. ValueError (or EOFError) if it is not one."""
-    from dmlconform.suite.tensors import small_npy
-
-    array = small_npy(data)
-    return array if array is not None else np.load(io.BytesIO(data), allow_pickle=False)
+    """A whole .npy file's array, its header read strictly (a plain array of numbers, no pickle); NpyError (a
+    ValueError) if it is not one. The caller bounds `data` first."""
+    return read_array(io.BytesIO(data).read, lambda header: None, len(data))
 
 
-def load_artifacts(result: CaseResult, result_file: Path) -> dict[str, np.ndarray]:
+def load_artifacts(result: CaseResult, result_file: Path, outputs: Mapping[str, TensorDesc]) -> dict[str, np.ndarray]:
     """The outputs recorded for a case, read back; ResultsError naming the file, case and output if one is
-    missing or unreadable."""
-    outputs = {}
+    missing, unreadable, or not the case's output (checked from its .npy header, before its data is read)."""
+    arrays = {}
     for name, recorded in result.artifacts.items():
+        where, field = f"case {result.id}", f"artifacts.{name}"
+        want = outputs.get(name)
+        if want is None:
+            raise ResultsError(result_file, f"is not an output of the case (it has {', '.join(outputs)})", where,
+                               field)
         path = Path(recorded)
         if not path.is_absolute():
             path = Path(os.path.normpath(result_file.parent / path))
+
+        def check(header: NpyHeader, want: TensorDesc = want) -> None:
+            if header.dtype != want.dtype.numpy or header.shape != want.shape:
+                raise NpyError(f"it holds {header.dtype}{list(header.shape)}, but the case's output is {want}")
+
         try:
-            outputs[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise ResultsError(result_file, f"cannot read {path} ({exc})", f"case {result.id}",
-                               f"artifacts.{name}") from None
-    return outputs
+            with path.open("rb") as stream:
+                arrays[name] = read_array(stream.read, check, os.fstat(stream.fileno()).st_size)
+        except (OSError, NpyError) as exc:
+            raise ResultsError(result_file, f"cannot read {path} ({exc})", where, field) from None
+    return arrays

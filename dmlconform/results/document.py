@@ -27,6 +27,7 @@ from dmlconform.compare.tolerance import Tolerance
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.results import ResultsError
 from dmlconform.run_result import ExpectationFile, RunResult, Shard, SuiteInfo, summary
+from dmlconform.suite.shard import MAX_SHARDS
 from dmlconform.ulp_histogram import UlpBucket
 from dmlconform.verdicts import fingerprint, level_verdicts
 
@@ -205,6 +206,8 @@ def read_document(path: Path) -> RunResult:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(path, f"is not JSON ({exc.msg} at line {exc.lineno})") from None
+    except (ValueError, RecursionError) as exc:  # a number past Python's digit limit; arrays nested too deep
+        raise ResultsError(path, f"is not JSON this tool reads ({str(exc).splitlines()[0]})") from None
     return from_document(data, path)
 
 
@@ -232,6 +235,9 @@ def from_document(data: object, path: object) -> RunResult:
     shard = top.child("shard", optional=True)
     if shard is not None:
         run.shard = Shard(shard.get("index", int), shard.get("count", int))
+        if not 1 <= run.shard.index <= run.shard.count <= MAX_SHARDS:
+            raise shard.fail("index", f"shard {run.shard.index}/{run.shard.count} is not I/N with 1 <= I <= N <= "
+                                      f"{MAX_SHARDS}")
     run.settings = top.get("settings", dict, True, {})
     for position, entry in enumerate(top.get("expectations", list, True, [])):
         item = _Reader(path, entry, None, f"expectations[{position}].")
@@ -239,7 +245,11 @@ def from_document(data: object, path: object) -> RunResult:
     run.interrupted = top.get("interrupted", str, True)
     run.resumed = top.get("resumed", int, True, 0)
     run.shards = top.get("shards", list, True, [])
+    for position, entry in enumerate(run.shards):
+        _Reader(path, entry, None, f"shards[{position}].")  # each an object: the file, count, cases of a shard
     run.missing_shards = top.get("missing_shards", list, True, [])
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in run.missing_shards):
+        raise top.fail("missing_shards", "must be a list of shard numbers")
     return run
 
 
@@ -315,31 +325,36 @@ def _closeness(case: _Reader) -> float | None:
     return None if value is None else float(value)
 
 
-def value_at(data: object, dotted: str) -> object:
-    """The value at a name that first_difference returned (a.b[2].c), for messages."""
-    for part in dotted.replace("[", ".[").split("."):
-        if not part:
-            continue
-        if part.startswith("["):
-            position = int(part[1:-1])
-            data = data[position] if isinstance(data, list) and position < len(data) else None
+#: Where two JSON values differ: keys and list positions from the top (empty: the values themselves).
+JsonPath = tuple[str | int, ...]
+
+
+def dotted(path: JsonPath) -> str:
+    """A path as a field name for messages: a.b[2].c."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
+
+
+def value_at(data: object, path: JsonPath) -> object:
+    """The value at a path that first_difference returned (None where there is none), for messages."""
+    for part in path:
+        if isinstance(part, int):
+            data = data[part] if isinstance(data, list) and part < len(data) else None
         else:
             data = data.get(part) if isinstance(data, dict) else None
     return data
 
 
-def first_difference(ours: object, theirs: object, prefix: str = "") -> str | None:
-    """The dotted name of the first field where two JSON values differ, or None when they are equal."""
-    if isinstance(ours, dict) and isinstance(theirs, dict):
-        for key in list(ours) + [k for k in theirs if k not in ours]:
-            found = first_difference(ours.get(key), theirs.get(key), f"{prefix}{key}.")
-            if found:
-                return found
-        return None
-    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
-        for position, (a, b) in enumerate(zip(ours, theirs, strict=True)):
-            found = first_difference(a, b, f"{prefix.rstrip('.')}[{position}].")
-            if found:
-                return found
-        return None
-    return None if ours == theirs else prefix.rstrip(".")
+def first_difference(ours: object, theirs: object) -> JsonPath | None:
+    """The path of the first field where two JSON values differ, or None when they are equal. Iterative: a value
+    nested as deep as json.loads allows must not run out of stack here."""
+    pending: list[tuple[JsonPath, object, object]] = [((), ours, theirs)]
+    while pending:
+        path, a, b = pending.pop()
+        if isinstance(a, dict) and isinstance(b, dict):
+            keys = list(a) + [k for k in b if k not in a]
+            pending.extend(((*path, key), a.get(key), b.get(key)) for key in reversed(keys))
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            pending.extend(((*path, position), a[position], b[position]) for position in reversed(range(len(a))))
+        elif a != b:
+            return path
+    return None

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dmlconform.atomic_file import sync_folder
+from dmlconform.atomic_file import NEW_FILE_MODE, sync_folder
 from dmlconform.case_result import CaseResult
 from dmlconform.results import ResultsError
-from dmlconform.results.document import case_from_json, case_json, first_difference, value_at
+from dmlconform.results.document import case_from_json, case_json, dotted, first_difference, value_at
 
 FORMAT = "dmlconform-journal/v1"
 #: Longest time a written journal line may wait for its fsync.
@@ -46,7 +46,7 @@ class JournalWriter:
         self.synced = time.monotonic()
         path.parent.mkdir(parents=True, exist_ok=True)
         if append_at is None:
-            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, NEW_FILE_MODE)  # as open() would
             self._write({"journal": FORMAT, **(header or {})}, sync=True)
             sync_folder(path.parent)
         else:
@@ -90,8 +90,9 @@ def read_journal(path: Path) -> Journal:
         where = f"line {number}"
         try:
             record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ResultsError(path, f"is not JSON ({exc}); the journal is corrupt", where) from None
+        except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, a number past the digit limit, too deep
+            raise ResultsError(path, f"is not JSON ({str(exc).splitlines()[0]}); the journal is corrupt",
+                               where) from None
         if not isinstance(record, dict):
             raise ResultsError(path, "is not a JSON object; the journal is corrupt", where)
         if number == 1:
@@ -119,7 +120,7 @@ def check_same_run(journal: Journal, path: Path, key: str, current: dict[str, An
     recorded = journal.header.get(key)
     difference = first_difference(recorded, current)
     if difference is not None:
-        field_name = f"{key}.{difference}" if difference else key
+        field_name = f"{key}.{dotted(difference)}" if difference else key
         raise ResultsError(path, f"is {json.dumps(value_at(recorded, difference))} in the journal but "
                                  f"{json.dumps(value_at(current, difference))} in this run; this journal belongs to "
                                  "another run (start over without --resume, or pass another --journal)",

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from dmlconform.results import ResultsError
-from dmlconform.results.document import backend_json, configuration, first_difference, value_at
+from dmlconform.results.document import backend_json, configuration, dotted, first_difference, value_at
 from dmlconform.run_result import RunResult
 
 
@@ -27,7 +27,7 @@ def merge_results(inputs: list[tuple[Path, RunResult]]) -> RunResult:
         if difference is not None:
             raise ResultsError(path, f"is {json.dumps(value_at(_comparable(run), difference))} here but "
                                      f"{json.dumps(value_at(reference, difference))} in {first_path}; "
-                                     "only shards of one run configuration can be merged", field=difference)
+                                     "only shards of one run configuration can be merged", field=dotted(difference))
     count = _shard_count(inputs)
     owners: dict[int, Path] = {}
     case_owner: dict[str, Path] = {}

@@ -7,6 +7,8 @@ handed out one at a time, largest first, so that the last to finish are small on
 in its answers as they come, so that a helper never waits for this process to finish a file. The result is
 what `load_suites` gives: per file in discovery order, its cases and suite name, or the SuiteError of the
 first file (in that order) that has one. A helper that dies costs nothing but time: its files are parsed again here.
+The tree's limits are checked as files come in: once they are passed no more files are handed out, and the run
+stops with the limit's error (each file was held to the limits on its own while it was parsed).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pathlib import Path
 from dmlconform.case import Case
 from dmlconform.runner.pool import _context
 from dmlconform.suite import SuiteError
-from dmlconform.suite.loader import SuiteParser, load_suite, load_suites
+from dmlconform.suite.limits import SuiteLimits, Tally
+from dmlconform.suite.loader import SuiteParser, count_into, load_suite, load_suites
 from dmlconform.suite.tiers import Tier
 
 #: Below this many bytes of suite files, starting a helper costs more than it saves.
@@ -36,11 +39,11 @@ Parsed = tuple[list[Case], str]
 def parallel_parser(helpers: int) -> SuiteParser:
     """A SuiteParser that uses `helpers` processes besides this one (none: `load_suites`)."""
 
-    def parse(files: list[tuple[Path, Path]], tier: Tier | None) -> list[Parsed]:
+    def parse(files: list[tuple[Path, Path]], tier: Tier | None, limits: SuiteLimits) -> list[Parsed]:
         size = sum(_size(file) for file, _ in files)
         if helpers < 1 or len(files) < 2 or size < MIN_PARALLEL_BYTES:
-            return load_suites(files, tier)
-        return _parse_in_parallel(files, tier, min(helpers, len(files) - 1))
+            return load_suites(files, tier, limits)
+        return _parse_in_parallel(files, tier, limits, min(helpers, len(files) - 1))
 
     return parse
 
@@ -70,9 +73,9 @@ def _helper_main(conn: Connection) -> None:
             return
         if job is None:
             return
-        position, file, root, tier = job
+        position, file, root, tier, limits = job
         try:
-            conn.send((position, "parsed", load_suite(file, root, tier)))
+            conn.send((position, "parsed", load_suite(file, root, tier, limits)))
         except SuiteError as exc:
             conn.send((position, "error", exc))
         except Exception:  # an unexpected failure: the command parses the file itself and shows what happens
@@ -88,9 +91,9 @@ class _Helper:
         child.close()
         self.positions: list[int] = []  # handed out, not answered yet, in order
 
-    def give(self, position: int, file: Path, root: Path, tier: Tier | None) -> bool:
+    def give(self, position: int, file: Path, root: Path, tier: Tier | None, limits: SuiteLimits) -> bool:
         try:
-            self.conn.send((position, file, root, tier))
+            self.conn.send((position, file, root, tier, limits))
         except (OSError, ValueError):
             return False
         self.positions.append(position)
@@ -109,9 +112,12 @@ class _Helper:
             self.conn.close()
 
 
-def _parse_in_parallel(files: list[tuple[Path, Path]], tier: Tier | None, helpers: int) -> list[Parsed]:
+def _parse_in_parallel(files: list[tuple[Path, Path]], tier: Tier | None, limits: SuiteLimits,
+                       helpers: int) -> list[Parsed]:
     results: dict[int, Parsed] = {}
     errors: dict[int, SuiteError] = {}
+    tree = Tally(limits)
+    passed: list[SuiteError] = []  # the tree's limit, once passed: nothing more is handed out
     again: list[int] = []  # files a helper could not parse: parsed here at the end
     # Largest first, whoever is free next: the last files to finish are small ones, so no one waits long.
     todo = deque(sorted(range(len(files)), key=lambda position: -_size(files[position][0])))
@@ -119,11 +125,20 @@ def _parse_in_parallel(files: list[tuple[Path, Path]], tier: Tier | None, helper
 
     def take() -> int | None:
         with lock:
-            return todo.popleft() if todo else None
+            return todo.popleft() if todo and not passed else None
+
+    def keep(position: int, parsed: Parsed) -> None:
+        with lock:
+            try:
+                count_into(tree, *files[position], parsed[0])
+            except SuiteError as exc:
+                passed.append(exc)
+                return
+            results[position] = parsed
 
     def parse_here(position: int) -> None:
         try:
-            results[position] = load_suite(*files[position], tier)
+            keep(position, load_suite(*files[position], tier, limits))
         except SuiteError as exc:
             errors[position] = exc
 
@@ -132,7 +147,7 @@ def _parse_in_parallel(files: list[tuple[Path, Path]], tier: Tier | None, helper
         # megabytes) is still in the pipe cannot send the next one, and would wait while this process parses.
         while True:
             while len(helper.positions) < QUEUED_PER_HELPER and (position := take()) is not None:
-                if not helper.give(position, *files[position], tier):
+                if not helper.give(position, *files[position], tier, limits):
                     again.append(position)
                     break
             if not helper.positions:
@@ -145,7 +160,7 @@ def _parse_in_parallel(files: list[tuple[Path, Path]], tier: Tier | None, helper
                 return
             helper.positions.remove(position)
             if kind == "parsed":
-                results[position] = payload
+                keep(position, payload)
             elif kind == "error":
                 errors[position] = payload
             else:
@@ -166,7 +181,10 @@ def _parse_in_parallel(files: list[tuple[Path, Path]], tier: Tier | None, helper
         for worker in workers:
             worker.stop(finished)
     for position in again:
-        parse_here(position)
+        if not passed:
+            parse_here(position)
+    if passed:
+        raise passed[0]
     if errors:
         raise errors[min(errors)]
     return [results[position] for position in range(len(files))]

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 
+def one_line(text: str) -> str:
+    """A message as the one line the CLI prints: line breaks from the input (an id, a value) shown escaped."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 class SuiteError(Exception):
     """Unusable suite input. The message is one line naming the file, the case and the field."""
 
@@ -13,7 +18,7 @@ class SuiteError(Exception):
         if field:
             parts.append(field)
         parts.append(message)
-        super().__init__(": ".join(parts))
+        super().__init__(one_line(": ".join(parts)))
         self.file, self.case, self.field, self.message = file, case, field, message
 
     def __reduce__(self) -> tuple[type[SuiteError], tuple[object, str, str | None, str | None]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from dmlconform.compare.tolerance import Tolerance
 from dmlconform.ops import find_operator
 from dmlconform.ops.base import Description, DescriptionError, Operator, ParamError, TensorDesc
 from dmlconform.suite import SuiteError
+from dmlconform.suite.limits import LimitExceeded, SuiteLimits, Tally
 from dmlconform.suite.tensors import Archives, TensorError, read_desc, read_tensor
 from dmlconform.suite.tiers import Tier
 from dmlconform.suite.yaml_events import load_yaml
@@ -23,42 +25,83 @@ FORMAT = "dmlconform/v1"
 SUITE_SUFFIXES = (".yaml", ".yml")
 _CASE_KEYS = {"id", "op", "params", "inputs", "outputs", "candidates", "expect", "tolerance", "tags",
               "behaviour", "behavior", "note"}
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # matched whole (fullmatch): `$` would take "id\n"
 
 
-def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
-    """(suite file, suite tree root) for every suite under the given files and folders, in a stable order."""
+def discover(paths: Iterable[Path], limits: SuiteLimits | None = None) -> list[tuple[Path, Path]]:
+    """(suite file, suite tree root) for every suite under the given files and folders, in a stable order;
+    SuiteError once there are more than `limits.files`."""
+    most = (limits or SuiteLimits()).files
     found: list[tuple[Path, Path]] = []
     for path in paths:
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.suffix in SUITE_SUFFIXES and p.is_file())
+            files: list[Path] = []
+            for candidate in path.rglob("*"):
+                if candidate.suffix in SUITE_SUFFIXES and candidate.is_file():
+                    files.append(candidate)
+                    if most is not None and len(found) + len(files) > most:
+                        raise SuiteError(path, f"holds more than {most} suite files (the limit; --suite-limit "
+                                         "files=N raises it)")
             if not files:
                 raise SuiteError(path, "no suite files (*.yaml) in this folder")
-            found.extend((f, path) for f in files)
+            found.extend((f, path) for f in sorted(files))
         elif path.is_file():
             found.append((path, path.parent))
+            if most is not None and len(found) > most:
+                raise SuiteError(path, f"makes more than {most} suite files in all (the limit; --suite-limit "
+                                 "files=N raises it)")
         else:
             raise SuiteError(path, "no such file or folder")
     return found
 
 
 #: Parses suite files, (file, root) each, into (cases, suite name) each, in the same order, keeping only suites of
-#: the tier or below (and suites that name none): `load_suites` here, or something that spreads the files over
-#: processes and raises the SuiteError of the first file that has one.
-SuiteParser = Callable[[list[tuple[Path, Path]], "Tier | None"], list[tuple[list[Case], str]]]
+#: the tier or below (and suites that name none), within the limits: `load_suites` here, or something that spreads
+#: the files over processes and raises the SuiteError of the first file that has one.
+SuiteParser = Callable[[list[tuple[Path, Path]], "Tier | None", SuiteLimits], list[tuple[list[Case], str]]]
 
 
-def load_suites(files: list[tuple[Path, Path]], tier: Tier | None = None) -> list[tuple[list[Case], str]]:
-    return [load_suite(file, root, tier) for file, root in files]
+def load_suites(files: list[tuple[Path, Path]], tier: Tier | None = None,
+                limits: SuiteLimits | None = None) -> list[tuple[list[Case], str]]:
+    limits = limits or SuiteLimits()
+    tree = Tally(limits)
+    parsed = []
+    for file, root in files:
+        cases, name = load_suite(file, root, tier, limits)
+        count_into(tree, file, root, cases)
+        parsed.append((cases, name))
+    return parsed
 
 
-def load_paths(paths: Iterable[Path], tier: Tier | None = None, parse: SuiteParser = load_suites) -> list[Case]:
+def count_into(tree: Tally, file: Path, root: Path, cases: list[Case]) -> None:
+    """One parsed file's cases, text and tensors added to the tree's tally; SuiteError naming the tree when that
+    passes a limit (each file was checked on its own while it was parsed)."""
+    try:
+        size = file.stat().st_size
+    except OSError:
+        size = 0
+    tally = Tally(SuiteLimits(None, None, None), len(cases), size, sum(case_bytes(case) for case in cases))
+    try:
+        tree.add(tally)
+    except LimitExceeded as exc:
+        raise SuiteError(root, f"the suites here hold {exc}") from None
+
+
+def case_bytes(case: Case) -> int:
+    """The tensor bytes a loaded case holds: its inputs and every answer."""
+    return sum(array.nbytes for array in case.inputs.values()) + sum(
+        array.nbytes for answer in case.answers().values() for array in answer.values())
+
+
+def load_paths(paths: Iterable[Path], tier: Tier | None = None, parse: SuiteParser = load_suites,
+               limits: SuiteLimits | None = None) -> list[Case]:
     """Every case of the suites under `paths`; with `tier`, only suites of that tier or below (and suites
-    that name no tier)."""
+    that name no tier); SuiteError past a limit."""
+    limits = limits or SuiteLimits()
     cases: list[Case] = []
     seen_suites: dict[str, Path] = {}
-    files = discover(paths)
-    for (file, _), (suite_cases, name) in zip(files, parse(files, tier), strict=True):
+    files = discover(paths, limits)
+    for (file, _), (suite_cases, name) in zip(files, parse(files, tier, limits), strict=True):
         if name in seen_suites:
             raise SuiteError(file, f"suite name '{name}' is already used by {seen_suites[name]}", field="suite")
         seen_suites[name] = file
@@ -66,9 +109,17 @@ def load_paths(paths: Iterable[Path], tier: Tier | None = None, parse: SuitePars
     return cases
 
 
-def load_suite(file: Path, root: Path, tier: Tier | None = None) -> tuple[list[Case], str]:
+def load_suite(file: Path, root: Path, tier: Tier | None = None, limits: SuiteLimits | None = None,
+               tally: Tally | None = None) -> tuple[list[Case], str]:
+    """The cases of one suite file and its name. Within `limits` on its own: its size is counted before it is
+    read, each case's declared tensors before they are read (into `tally`, when given: what the file held when it
+    was refused, for the fuzz harnesses' memory bound)."""
+    tally = tally if tally is not None else Tally(limits or SuiteLimits())
     try:
+        tally.add_text(file.stat().st_size)
         text = file.read_text(encoding="utf-8")
+    except LimitExceeded as exc:
+        raise SuiteError(file, str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(file, f"cannot be read ({exc})") from None
     try:
@@ -85,7 +136,7 @@ def load_suite(file: Path, root: Path, tier: Tier | None = None) -> tuple[list[C
     if document.get("format") != FORMAT:
         raise SuiteError(file, f"{document.get('format')!r} is not '{FORMAT}'", field="format")
     name = document.get("suite")
-    if not isinstance(name, str) or not _ID.match(name):
+    if not isinstance(name, str) or not _ID.fullmatch(name):
         raise SuiteError(file, f"{name!r} must be a name of letters, digits and . _ + -", field="suite")
     if "tier" in document:
         try:
@@ -102,8 +153,9 @@ def load_suite(file: Path, root: Path, tier: Tier | None = None) -> tuple[list[C
     archives = Archives(root)
     try:
         for position, raw in enumerate(raw_cases):
-            label = raw.get("id") if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) else f"#{position + 1}"
-            case = _CaseReader(file, name, label, archives).read(raw)
+            raw_id = raw.get("id") if isinstance(raw, Mapping) else None
+            label = raw_id if isinstance(raw_id, str) and _ID.fullmatch(raw_id) else f"#{position + 1}"
+            case = _CaseReader(file, name, label, archives, tally).read(raw)
             if case.id in ids:
                 raise SuiteError(file, "duplicate case id", case=case.id, field="id")
             ids.add(case.id)
@@ -114,9 +166,10 @@ def load_suite(file: Path, root: Path, tier: Tier | None = None) -> tuple[list[C
 
 
 class _CaseReader:
-    def __init__(self, file: Path, suite: str, label: str, archives: Archives) -> None:
+    def __init__(self, file: Path, suite: str, label: str, archives: Archives, tally: Tally) -> None:
         self.file, self.suite, self.label = file, suite, label
         self.archives = archives
+        self.tally = tally
 
     def error(self, field: str, message: str) -> SuiteError:
         return SuiteError(self.file, message, case=self.label, field=field)
@@ -128,7 +181,7 @@ class _CaseReader:
         if unknown:
             raise self.error(unknown[0], "unknown key")
         case_id = raw.get("id")
-        if not isinstance(case_id, str) or not _ID.match(case_id):
+        if not isinstance(case_id, str) or not _ID.fullmatch(case_id):
             raise self.error("id", f"{case_id!r} must be a name of letters, digits and . _ + -")
         try:
             op = find_operator(raw.get("op"))
@@ -167,6 +220,12 @@ class _CaseReader:
             raise self.error(f"params.{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
         description = Description(op, params, descs)
         self.check_description(description, invalid)
+        declared = sum(_nbytes(descs[name]) for name in input_specs) + len(answer_specs) * sum(
+            _nbytes(descs[name]) for name in op.outputs)
+        try:
+            self.tally.add_case(declared)
+        except LimitExceeded as exc:
+            raise self.error("", str(exc)) from None
 
         inputs = {name: self.tensor(f"inputs.{name}", spec, descs[name], True)
                   for name, spec in input_specs.items()}
@@ -211,7 +270,7 @@ class _CaseReader:
         specs = {}
         refusal = None
         for cname, outputs in raw.items():
-            if not isinstance(cname, str) or not _ID.match(cname):
+            if not isinstance(cname, str) or not _ID.fullmatch(cname):
                 raise self.error("candidates", f"{cname!r} is not a usable candidate name")
             if outputs == "refused":
                 if refusal is not None:
@@ -257,3 +316,7 @@ class _CaseReader:
         if not dtype.is_float and str(tolerance) != "exact":
             raise self.error("tolerance", f"{tolerance} does not apply to {dtype.name}: integers are exact")
         return tolerance
+
+
+def _nbytes(desc: TensorDesc) -> int:
+    return math.prod(desc.shape) * desc.dtype.numpy.itemsize

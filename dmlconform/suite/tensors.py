@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import io
 import math
-import re
+import os
 import struct
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 
 from dmlconform.dtypes import DataType
+from dmlconform.npy_file import NpyError, NpyHeader, read_array
 from dmlconform.ops.base import TensorDesc
 from dmlconform.suite.generate import generate
 from dmlconform.values import elements_to_array
@@ -41,7 +42,7 @@ class Archives:
         self._inside = root.resolve()
         self._located: dict[tuple[Path, str], Path] = {}
         self._open: dict[Path, zipfile.ZipFile] = {}
-        #: The bytes of each archive small enough to be read whole (see `_member_bytes`).
+        #: The bytes of each archive small enough to be read whole (see `_InflatingReader`).
         self._bytes: dict[Path, bytes] = {}
 
     def locate(self, folder: Path, name: str) -> Path:
@@ -56,8 +57,10 @@ class Archives:
             self._located[(folder, name)] = path
         return path
 
-    def member(self, path: Path, name: str, key: str) -> np.ndarray:
-        """The array `key` of the .npz archive at `path` (called `name` in the suite)."""
+    def member(self, path: Path, name: str, key: str, check: Callable[[NpyHeader], None]) -> np.ndarray:
+        """The array `key` of the .npz archive at `path` (called `name` in the suite). `check` sees the member's
+        .npy header first and raises to refuse it: nothing is inflated beyond the header until it agrees, and
+        then no further than the header declares."""
         archive = self._open.get(path)
         if archive is None:
             try:
@@ -66,7 +69,7 @@ class Archives:
                     archive = zipfile.ZipFile(io.BytesIO(self._bytes[path]))
                 else:
                     archive = zipfile.ZipFile(path)
-            except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
                 raise ValueError(f"{name!r} is not a readable .npz archive ({exc})") from None
             self._open[path] = archive
         try:
@@ -75,17 +78,22 @@ class Archives:
             keys = [n.removesuffix(".npy") for n in archive.namelist()]
             shown = ", ".join(keys[:5]) + (f", ... ({len(keys)} in all)" if len(keys) > 5 else "")
             raise ValueError(f"{name!r} has no array {key!r} (it has {shown or 'none'})") from None
+        if info.flag_bits & 0x1:
+            raise ValueError(f"{name!r}: array {key!r} is encrypted")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            # numpy writes stored or deflated members; zipfile inflates other methods without a bound.
+            raise ValueError(f"{name!r}: array {key!r} is compressed with method {info.compress_type}; an .npz "
+                             "member is stored or deflated")
         try:
-            if info.file_size <= _SMALL_MEMBER_BYTES:
-                data = _member_bytes(self._bytes[path], info) if path in self._bytes else None
-                array = small_npy(data if data is not None else archive.read(info))
-                if array is not None:
-                    return array
-            with archive.open(info) as stream:
-                return np.lib.format.read_array(stream, allow_pickle=False)
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
-            reason = "it holds pickled objects, which are never loaded" if "pickle" in str(exc) else str(exc)
-            raise ValueError(f"{name!r}: array {key!r} cannot be read: {reason}") from None
+            stream = _InflatingReader.of(self._bytes[path], info) if path in self._bytes else None
+            if stream is not None:
+                array = read_array(stream.read, check, info.file_size)
+                stream.check_crc()
+                return array
+            with archive.open(info) as member:  # zipfile checks the CRC when the member's end is read
+                return read_array(member.read, check, info.file_size)
+        except (NpyError, zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as exc:
+            raise ValueError(f"{name!r}: array {key!r} cannot be read: {exc}") from None
 
     def close(self) -> None:
         for archive in self._open.values():
@@ -94,55 +102,54 @@ class Archives:
         self._bytes.clear()
 
 
-#: Members up to this size are read whole and parsed by `small_npy`; larger ones by numpy, in chunks.
-_SMALL_MEMBER_BYTES = 1 << 20
-#: The header numpy's `save` writes for a plain C-ordered array of numbers (format 1.0, 2.0 or 3.0).
-_NPY_HEADER = re.compile(rb"\{'descr': '([<>|][fiub][1-8])', 'fortran_order': False, 'shape': \(([0-9, ]*)\), \} *\n")
-
-
-#: Archives up to this size are read into memory whole, and their small members taken out by `_member_bytes`.
+#: Archives up to this size are read into memory whole, and their members inflated by `_InflatingReader`.
 _WHOLE_ARCHIVE_BYTES = 16 << 20
 _LOCAL_HEADER = struct.Struct(zipfile.structFileHeader)
 
 
-def _member_bytes(archive: bytes, info: zipfile.ZipInfo) -> bytes | None:
-    """A member of an archive held in memory, inflated and its CRC checked, else None (zipfile decides).
-    zipfile's reader costs a member of a few hundred bytes about ten times what inflating it does."""
-    if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        return None  # encrypted, or another compression
-    try:
-        header = _LOCAL_HEADER.unpack_from(archive, info.header_offset)
-    except struct.error:
-        return None
-    if header[0] != zipfile.stringFileHeader:
-        return None
-    start = info.header_offset + _LOCAL_HEADER.size + header[10] + header[11]
-    raw = archive[start:start + info.compress_size]
-    try:
-        data = zlib.decompress(raw, -zlib.MAX_WBITS) if info.compress_type == zipfile.ZIP_DEFLATED else raw
-    except zlib.error:
-        return None
-    if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
-        return None
-    return data
+class _InflatingReader:
+    """A member of an archive held in memory, inflated as it is read and never further than asked: a member whose
+    stream inflates to gigabytes costs what the reader asks for. zipfile's reader costs a member of a few hundred
+    bytes about ten times what inflating it does."""
 
+    def __init__(self, raw: memoryview, deflated: bool, crc: int) -> None:
+        self._raw = raw
+        self._inflater = zlib.decompressobj(-zlib.MAX_WBITS) if deflated else None
+        self._started = False
+        self._position = 0
+        self._crc, self._expected_crc = 0, crc
 
-def small_npy(data: bytes) -> np.ndarray | None:
-    """The array in a whole .npy file whose header is numpy's usual one, else None (numpy's reader decides).
-    numpy parses every header with `ast.literal_eval`, which costs a small array more than its data."""
-    if data[:6] != b"\x93NUMPY" or len(data) < 10 or data[6] not in (1, 2, 3):
-        return None
-    size_bytes = 2 if data[6] == 1 else 4
-    start = 8 + size_bytes
-    end = start + int.from_bytes(data[8:start], "little")
-    match = _NPY_HEADER.fullmatch(data, start, end)
-    if match is None:
-        return None
-    shape = tuple(int(n) for n in match[2].split(b",") if n.strip())
-    dtype = np.dtype(match[1].decode("ascii"))
-    if len(data) - end != math.prod(shape) * dtype.itemsize:
-        return None  # numpy reports the truncation
-    return np.frombuffer(data, dtype, offset=end).reshape(shape).copy()
+    @classmethod
+    def of(cls, archive: bytes, info: zipfile.ZipInfo) -> _InflatingReader:
+        try:
+            header = _LOCAL_HEADER.unpack_from(archive, info.header_offset)
+        except struct.error:
+            raise zipfile.BadZipFile(f"no local header at byte {info.header_offset}") from None
+        if header[0] != zipfile.stringFileHeader:
+            raise zipfile.BadZipFile(f"bad local header at byte {info.header_offset}")
+        start = info.header_offset + _LOCAL_HEADER.size + header[10] + header[11]
+        raw = memoryview(archive)[start:start + info.compress_size]
+        if len(raw) != info.compress_size:
+            raise zipfile.BadZipFile(f"the member's {info.compress_size} compressed bytes run past the archive's end")
+        return cls(raw, info.compress_type == zipfile.ZIP_DEFLATED, info.CRC)
+
+    def read(self, count: int) -> bytes:
+        if self._inflater is None:
+            chunk = bytes(self._raw[self._position:self._position + count])
+            self._position += len(chunk)
+        elif not self._started:
+            self._started = True
+            chunk = self._inflater.decompress(self._raw, count)
+        else:
+            chunk = self._inflater.decompress(self._inflater.unconsumed_tail, count)
+        self._crc = zlib.crc32(chunk, self._crc)
+        return chunk
+
+    def check_crc(self) -> None:
+        """After the whole member was read: its CRC-32 as the archive records it."""
+        if self._crc != self._expected_crc:
+            raise zipfile.BadZipFile(f"Bad CRC-32 (the data's is {self._crc:08x}, the archive says "
+                                     f"{self._expected_crc:08x})")
 
 
 def read_desc(spec: object) -> TensorDesc:
@@ -194,21 +201,48 @@ def read_tensor(spec: Mapping[str, object], desc: TensorDesc, suite_file: Path, 
     return array
 
 
-def _flatten(data: object, out: list[object]) -> None:
-    if isinstance(data, list):
-        for item in data:
-            _flatten(item, out)
-    else:
-        out.append(data)
+def _flatten(data: object, desc: TensorDesc) -> list[object]:
+    """The elements of a nested or flat `data` list, in order. YAML aliases can make a short text stand for a
+    structure of 10^10 elements, or one that contains itself: the walk refuses any list that contains itself,
+    keeps no element past what the shape declares, and visits (lists and elements) at most a generous multiple
+    of what a fully nested list of that shape holds."""
+    expected = math.prod(desc.shape)
+    nested_lists = 1 + sum(math.prod(desc.shape[:rank]) for rank in range(1, len(desc.shape)))
+    max_visits = 2 * (expected + nested_lists) + 64
+    flat: list[object] = []
+    elements = visits = 0
+    walking: set[int] = set()  # ids of the lists being walked (the path from the outermost)
+    stack: list[tuple[list[object], int]] = []
+    current: object = data
+    while True:
+        visits += 1
+        if visits > max_visits:
+            raise ValueError(f"nests more than {max_visits} lists and elements, far more than shape "
+                             f"{list(desc.shape)} needs (YAML aliases can multiply a short text)")
+        if isinstance(current, list):
+            if id(current) in walking:
+                raise ValueError("refers to itself (a YAML alias inside its own anchor)")
+            walking.add(id(current))
+            stack.append((current, 0))
+        else:
+            elements += 1
+            if elements <= expected:
+                flat.append(current)
+        while stack:
+            items, position = stack[-1]
+            if position < len(items):
+                stack[-1] = (items, position + 1)
+                current = items[position]
+                break
+            walking.discard(id(stack.pop()[0]))
+        else:
+            if elements != expected:
+                raise ValueError(f"has {elements} elements, but shape {list(desc.shape)} needs {expected}")
+            return flat
 
 
 def _from_data(data: object, desc: TensorDesc) -> np.ndarray:
-    flat: list[object] = []
-    _flatten(data, flat)
-    expected = math.prod(desc.shape)
-    if len(flat) != expected:
-        raise ValueError(f"has {len(flat)} elements, but shape {list(desc.shape)} needs {expected}")
-    return elements_to_array(flat, desc.dtype).reshape(desc.shape)
+    return elements_to_array(_flatten(data, desc), desc.dtype).reshape(desc.shape)
 
 
 def _from_file(reference: object, desc: TensorDesc, suite_file: Path, archives: Archives) -> np.ndarray:
@@ -216,18 +250,22 @@ def _from_file(reference: object, desc: TensorDesc, suite_file: Path, archives: 
         raise ValueError(f"{reference!r} must be a path such as x.npy or x.npz:key")
     name, _, key = reference.partition(":") if ".npz:" in reference else (reference, "", "")
     path = archives.locate(suite_file.parent, name)
+
+    def check(header: NpyHeader) -> None:
+        """The file's header against the case's declaration, before any data is read."""
+        if header.dtype != desc.dtype.numpy:
+            raise ValueError(f"{reference!r} holds {header.dtype}, but dtype says {desc.dtype.name}")
+        if header.shape != desc.shape:
+            raise ValueError(f"holds shape {list(header.shape)}, but shape says {list(desc.shape)}")
+
     if path.suffix == ".npz":
         if not key:
             raise ValueError(f"{name!r} is an .npz archive: name the array as {name}:KEY")
-        array = archives.member(path, name, key)
-    elif path.suffix == ".npy":
-        try:
-            array = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            reason = "it holds pickled objects, which are never loaded" if "pickle" in str(exc) else str(exc)
-            raise ValueError(f"{name!r} cannot be loaded: {reason}") from None
-    else:
+        return archives.member(path, name, key, check)
+    if path.suffix != ".npy":
         raise ValueError(f"{name!r} must be a .npy file or name.npz:key")
-    if array.dtype != desc.dtype.numpy:
-        raise ValueError(f"{reference!r} holds {array.dtype}, but dtype says {desc.dtype.name}")
-    return np.asarray(array, order="C")  # np.ascontiguousarray would make a 0-d array 1-d
+    try:
+        with path.open("rb") as stream:
+            return read_array(stream.read, check, os.fstat(stream.fileno()).st_size)
+    except (NpyError, OSError) as exc:
+        raise ValueError(f"{name!r} cannot be loaded: {exc}") from None

@@ -56,7 +56,8 @@ def actual_outputs(case: Case, run: RunResult | None, result: CaseResult | None,
         return Actual(None, "no result given")
     if result.artifacts and result_file is not None:
         try:
-            return Actual(load_artifacts(result, result_file), f"artifacts recorded in {result_file}")
+            outputs = {name: case.description.tensors[name] for name in case.op.outputs}
+            return Actual(load_artifacts(result, result_file, outputs), f"artifacts recorded in {result_file}")
         except ResultsError as exc:
             note = f"{exc}; running the case again instead"
     else:

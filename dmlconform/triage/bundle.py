@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import shlex
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,7 +164,8 @@ def _write(folder: Path, case: Case, actual: dict[str, np.ndarray] | None, inspe
                      "ran, so that a harness command with relative paths still works).\n"
                      f'here="$(dirname "$0")"\n'
                      f'exec dmlconform run "$here/{SUITE}" {options} --json "$here/{REPLAY_JSON}" "$@"\n')
-    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    mode = script.stat().st_mode
+    script.chmod(mode | (mode & 0o444) >> 2)  # executable by whoever may read it, as `chmod +x` under the umask
     write_atomically(folder / README, readme(case, inspection, command, recorded, run, source, actual is not None))
     return check_bundle(folder, case, actual, target)
 

@@ -10,6 +10,7 @@ from dmlconform.case import Case
 from dmlconform.case_result import CaseResult
 from dmlconform.run_result import RunResult
 from dmlconform.suite import SuiteError
+from dmlconform.suite.limits import SuiteLimits
 from dmlconform.suite.loader import load_paths, load_suite
 from dmlconform.triage import TriageError
 
@@ -32,15 +33,15 @@ def recorded_result(run: RunResult, case_id: str, result_file: Path) -> CaseResu
     raise TriageError(f"{result_file}: case {case_id}: not in this result{hint}")
 
 
-def locate(case_id: str, suites: list[Path], run: RunResult | None = None, result_file: Path | None = None
-           ) -> Located:
+def locate(case_id: str, suites: list[Path], run: RunResult | None = None, result_file: Path | None = None,
+           limits: SuiteLimits | None = None) -> Located:
     """The case, loaded from the file its result names when that file is still there, else from `suites`."""
     result = recorded_result(run, case_id, result_file or Path("result")) if run is not None else None
     notes: list[str] = []
     try:
-        case = _from_recorded_file(case_id, result, suites) if result is not None else None
+        case = _from_recorded_file(case_id, result, suites, limits) if result is not None else None
         if case is None:
-            case = next((c for c in load_paths(suites) if c.full_id == case_id), None)
+            case = next((c for c in load_paths(suites, limits=limits) if c.full_id == case_id), None)
             if case is not None and result is not None and result.file:
                 notes.append(f"the run's suite file {result.file} is not here; found the case in {case.file}")
     except SuiteError as exc:
@@ -57,11 +58,12 @@ def locate(case_id: str, suites: list[Path], run: RunResult | None = None, resul
     return Located(case, result, notes)
 
 
-def _from_recorded_file(case_id: str, result: CaseResult, suites: list[Path]) -> Case | None:
+def _from_recorded_file(case_id: str, result: CaseResult, suites: list[Path], limits: SuiteLimits | None
+                        ) -> Case | None:
     file = Path(result.file) if result.file else None
     if file is None or not file.is_file():
         return None
     # A suite may read data anywhere in the tree it was loaded with; use that tree when it is one we know.
     roots = [p.resolve() for p in suites if p.is_dir() and file.resolve().is_relative_to(p.resolve())]
-    cases, _ = load_suite(file, roots[0] if roots else file.parent)
+    cases, _ = load_suite(file, roots[0] if roots else file.parent, limits=limits)
     return next((c for c in cases if c.full_id == case_id), None)

@@ -10,6 +10,7 @@ from dmlconform.case_result import CaseResult
 from dmlconform.feature_levels import HIGHEST, FeatureLevel
 from dmlconform.results.document import read_document
 from dmlconform.run_result import RunResult
+from dmlconform.suite.limits import SuiteLimits
 from dmlconform.triage.actual import Actual, actual_outputs
 from dmlconform.triage.locate import locate
 
@@ -25,10 +26,11 @@ class Session:
     notes: list[str]
 
 
-def open_case(case_id: str, result_file: Path | None, suites: list[Path], allow_rerun: bool = True) -> Session:
+def open_case(case_id: str, result_file: Path | None, suites: list[Path], allow_rerun: bool = True,
+              limits: SuiteLimits | None = None) -> Session:
     """Raises ResultsError (the result file) or TriageError (the case, the backend) with one line."""
     run = read_document(result_file) if result_file is not None else None
-    located = locate(case_id, suites, run, result_file)
+    located = locate(case_id, suites, run, result_file, limits)
     actual = actual_outputs(located.case, run, located.result, result_file, allow_rerun)
     target = run.target_level if run is not None else HIGHEST
     return Session(located.case, run, located.result, actual, target, located.notes + actual.notes)

@@ -233,3 +233,20 @@ def test_help_imports_neither_onnxruntime_nor_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ}).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permissions")
+@pytest.mark.parametrize("umask", [0o002, 0o027])
+def test_reports_journals_and_artifacts_honour_the_umask(tmp_path: Path, broken_suite: Path, umask: int) -> None:
+    """Every file a run writes gets 0666 less the umask, as open() gives it (before: 0600 for the reports)."""
+    out = tmp_path / "out"
+    process = subprocess.run(
+        [sys.executable, "-m", "dmlconform", "run", str(broken_suite), "--json", str(out / "r.json"), "--junit",
+         str(out / "r.xml"), "--html", str(out / "r.html"), "--failures", str(out / "next.csv"), "--artifacts",
+         str(out / "artifacts")], capture_output=True, text=True, env={**os.environ, "CI": "true"},
+        preexec_fn=lambda: os.umask(umask), check=False)
+    assert process.returncode == 1, process.stderr
+    written = [path for path in out.rglob("*") if path.is_file()]
+    assert {p.name for p in written} >= {"r.json", "r.xml", "r.html", "next.csv", "r.journal.jsonl",
+                                         "OutputGradientTensor.npy"}
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in written} == {p.name: oct(0o666 & ~umask) for p in written}

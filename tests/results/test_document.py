@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from dmlconform.compare.comparator import Element
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.report.json_report import write_json
 from dmlconform.results import ResultsError
-from dmlconform.results.document import first_difference, read_document, to_document
+from dmlconform.results.document import dotted, first_difference, read_document, to_document, value_at
 from dmlconform.run_result import ExpectationFile, Shard
 from dmlconform.ulp_histogram import UlpBucket
 from tests.results.helpers import result, run
@@ -94,9 +95,9 @@ def test_not_json_at_all(tmp_path: Path) -> None:
 
 
 def test_first_difference_names_the_dotted_field() -> None:
-    assert first_difference({"a": {"b": [1, {"c": 2}]}}, {"a": {"b": [1, {"c": 3}]}}) == "a.b[1].c"
+    assert dotted(first_difference({"a": {"b": [1, {"c": 2}]}}, {"a": {"b": [1, {"c": 3}]}})) == "a.b[1].c"
     assert first_difference({"a": 1}, {"a": 1}) is None
-    assert first_difference({"a": 1}, {"a": 1, "z": 0}) == "z"
+    assert dotted(first_difference({"a": 1}, {"a": 1, "z": 0})) == "z"
 
 
 def test_a_waived_case_is_written_as_what_it_came_to_with_the_waiver_beside_it(tmp_path: Path) -> None:
@@ -119,3 +120,40 @@ def test_a_waived_case_is_written_as_what_it_came_to_with_the_waiver_beside_it(t
     (tmp_path / "r.json").write_text(json.dumps(data))
     with pytest.raises(ResultsError, match="case s/w: field waiver: covers a case whose status is PASS"):
         read_document(tmp_path / "r.json")
+
+
+def test_first_difference_takes_any_key_and_any_depth() -> None:
+    """Found by fuzz/fuzz_journal.py: a journal header key with '[' in it made value_at raise ValueError (parsing
+    the dotted name back); and recursion ran out of stack on values nested as deep as json.loads reads."""
+    ours, theirs = {"backen[d": {"a.b": 1}}, {"backen[d": {"a.b": 2}}
+    path = first_difference(ours, theirs)
+    assert path == ("backen[d", "a.b") and value_at(ours, path) == 1 and value_at(theirs, path) == 2
+    deep_ours, deep_theirs = json.loads("[" * 900 + "1" + "]" * 900), json.loads("[" * 900 + "2" + "]" * 900)
+    assert first_difference(deep_ours, deep_theirs) == (0,) * 900
+
+
+
+@pytest.mark.parametrize("shard,words", [({"index": 1, "count": 10**9}, "shard 1/1000000000 is not I/N"),
+                                         ({"index": 0, "count": 3}, "shard 0/3"), ({"index": 4, "count": 3}, "4/3")])
+def test_a_shard_out_of_range_is_refused(tmp_path: Path, shard: dict, words: str) -> None:
+    """Found by fuzz/fuzz_result_document.py: a shard count of 10^9 made `merge` list a billion missing shards
+    (a hang, 1.3 GB before it was stopped)."""
+    document = to_document(full_run())
+    document["shard"] = shard
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ResultsError, match=words):
+        read_document(path)
+
+
+@pytest.mark.parametrize("field,value,words", [("shards", [[1]], "field shards[0]: is not a JSON object"),
+                                               ("missing_shards", ["[/]"], "must be a list of shard numbers")])
+def test_merged_shard_lists_are_checked(tmp_path: Path, field: str, value: object, words: str) -> None:
+    """Found by tests/results/test_document_properties.py: a shard entry that is not an object raised
+    AttributeError in the console report."""
+    document = to_document(full_run())
+    document[field] = value
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ResultsError, match=re.escape(words)):
+        read_document(path)

@@ -198,3 +198,47 @@ def test_a_refusal_candidate_is_named_and_leaves_the_output_candidates(tmp_path)
 ])
 def test_refusal_candidates_are_checked(tmp_path, candidates, expected):
     assert expected in load_error(tmp_path, [_with_refusal(candidates)])
+
+
+def _alias_document(data_yaml: str) -> str:
+    """A ReluGrad suite whose InputTensor data is `data_yaml`, after anchors defined under `x:`."""
+    return """format: dmlconform/v1
+suite: aliases
+x:
+  - &l0 [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+""" + "".join(f"  - &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 10)) + f"""cases:
+  - id: a
+    op: ACTIVATION_RELU_GRAD
+    inputs:
+      InputTensor: {{dtype: FLOAT32, shape: [4], data: {data_yaml}}}
+      InputGradientTensor: {{dtype: FLOAT32, shape: [4], data: [1, 2, 3, 4]}}
+    outputs:
+      OutputGradientTensor: {{dtype: FLOAT32, shape: [4], data: [1, 2, 3, 4]}}
+"""
+
+
+@pytest.mark.parametrize("data_yaml,message", [
+    ("*l9", "nests more than 74 lists and elements, far more than shape [4] needs"),  # 10^10 elements in 1 KB
+    ("&me [1, *me]", "refers to itself"),
+    ("&me [*me]", "refers to itself"),
+    ("[*l0]", "has 10 elements, but shape [4] needs 4"),
+])
+def test_alias_bombs_in_data_are_refused_at_once(tmp_path, data_yaml, message):
+    """Before: the first walked 10^10 elements (hung), the others raised RecursionError (a traceback)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(_alias_document(data_yaml))
+    with pytest.raises(SuiteError) as caught:
+        load_paths([path])
+    assert f"case 'a': inputs.InputTensor.data: {message}" in str(caught.value)
+
+
+@pytest.mark.parametrize("bad_id", ["a\n", "max-pooling-grad-2x2\n\n'", "x\r"])
+def test_an_id_with_a_line_break_is_refused_in_one_line(tmp_path, bad_id):
+    """Found by fuzz/fuzz_suite_yaml.py: the id went raw into the message (three lines at the CLI), and `^...$`
+    took "a\\n" as a valid id."""
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"format": "dmlconform/v1", "suite": "s", "cases": [
+        {"id": bad_id, "op": "ACTIVATION_RELU_GRAD"}]}))
+    with pytest.raises(SuiteError) as caught:
+        load_paths([path])
+    assert "\n" not in str(caught.value) and "case '#1': id:" in str(caught.value)

@@ -42,3 +42,11 @@ def test_bad_shard_specs_are_refused(text: str, words: str) -> None:
     with pytest.raises(ValueError, match=words):
         parse_shard(text)
     assert parse_shard(" 2 / 3 ") == (2, 3)
+
+
+def test_a_shard_count_past_the_limit_is_refused():
+    from dmlconform.suite.shard import MAX_SHARDS, parse_shard
+
+    assert parse_shard(f"1/{MAX_SHARDS}") == (1, MAX_SHARDS)
+    with pytest.raises(ValueError, match="at most 100000 shards"):
+        parse_shard(f"1/{MAX_SHARDS + 1}")

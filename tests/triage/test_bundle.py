@@ -112,3 +112,19 @@ def test_the_model_checker_refuses_what_dxdispatch_would(bundled: list[Case], tm
     (tmp_path / "nan.json").write_text(json.dumps(model).replace('"nan"', "NaN", 1) if '"nan"' in json.dumps(model)
                                        else '{"resources": NaN}')
     assert check_model(tmp_path / "nan.json")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permissions")
+@pytest.mark.parametrize("umask,script_mode", [(0o022, 0o755), (0o077, 0o700), (0o002, 0o775)])
+def test_bundle_files_honour_the_umask(bundled: list[Case], tmp_path: Path, umask: int, script_mode: int) -> None:
+    """Files as open() makes them under the umask; reproduce.sh executable by whoever may read it (before: the
+    files 0600 and the script 0711 whatever the umask)."""
+    case = next(c for c in bundled if c.full_id == "seed/max-pooling-grad-2x2")
+    previous = os.umask(umask)
+    try:
+        write_bundle(tmp_path, case, None, inspect_case(case, None), [], None, None, "none", HIGHEST)
+    finally:
+        os.umask(previous)
+    modes = {p.relative_to(tmp_path).as_posix(): p.stat().st_mode & 0o777 for p in tmp_path.rglob("*") if p.is_file()}
+    assert modes.pop("reproduce.sh") == script_mode
+    assert modes and set(modes.values()) == {0o666 & ~umask}
