@@ -101,6 +101,8 @@ def test_gpu_providers_never_fall_back_to_the_cpu(ep: str, available: list[str])
     assert choice.config == {"session.disable_cpu_ep_fallback": "1"}
     options = orb.session_options(ort, choice)  # the SessionOptions really passed to InferenceSession
     assert options.get_session_config_entry("session.disable_cpu_ep_fallback") == "1"
+    if choice.key == "dml":  # what the DirectML EP's documentation requires
+        assert not options.enable_mem_pattern and options.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL
 
 
 def test_cuda_computes_float32_without_tf32() -> None:
@@ -122,8 +124,22 @@ def test_factory_uses_the_available_provider_list(monkeypatch: pytest.MonkeyPatc
     assert info.extra["directml"] == "1.15.4"  # onnxruntime >= 1.21 ships DirectML 1.15.4
     assert info.feature_level is FeatureLevel.L6_4 and "DirectML 1.15.4" in info.feature_level_source
     monkeypatch.setattr(ort, "get_available_providers", lambda: [CPU])
-    with pytest.raises(RuntimeError, match="DmlExecutionProvider is not available"):
+    with pytest.raises(RuntimeError, match="CUDAExecutionProvider is not available"):
+        create_backend("onnxruntime", BackendOptions(ep="cuda"))
+
+
+def test_dml_without_the_provider_needs_an_onnx_model_host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Where onnxruntime has no DirectML EP (Linux), --ep dml runs in the ONNX model host; without one, a usage error
+    that says how to get it."""
+    monkeypatch.setattr(ort, "get_available_providers", lambda: [CPU])
+    monkeypatch.setattr(orb, "BUNDLED_HOST", tmp_path / "missing.sh")
+    monkeypatch.delenv(orb.HOST_ENV, raising=False)
+    with pytest.raises(RuntimeError, match="no ONNX model host") as info:
         create_backend("onnxruntime", BackendOptions(ep="dml"))
+    assert "--harness" in str(info.value) and "\n" not in str(info.value)
+    assert orb.host_command(BackendOptions(ep="dml"), {orb.HOST_ENV: "my-host"}) == "my-host"
+    assert orb.host_command(BackendOptions(ep="cpu", harness="h --x"), {}) == "h --x"
+    assert orb.host_command(BackendOptions(ep="cpu"), {}) is None  # in-process
 
 
 def test_cli_reports_a_missing_provider_with_exit_2() -> None:
@@ -401,7 +417,8 @@ def _failing_session(kind: str, message: str) -> Callable[..., Any]:
     ("RuntimeException", "device removed", Status.ERROR)])
 def test_provider_failures_are_mapped(kind: str, message: str, status: Status) -> None:
     fake = type("FakeOrt", (), {"InferenceSession": staticmethod(_failing_session(kind, message)),
-                                "SessionOptions": ort.SessionOptions, "__version__": ort.__version__})
+                                "SessionOptions": ort.SessionOptions, "ExecutionMode": ort.ExecutionMode,
+                                "__version__": ort.__version__})
     gpu = orb.OnnxRuntimeBackend(fake, orb.choose_provider("dml", [DML]))  # type: ignore[arg-type]
     case = make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": np.ones(2, np.float32),
                                                  "InputGradientTensor": np.ones(2, np.float32)}, (2,))
@@ -419,7 +436,8 @@ def test_a_wrong_graph_result_is_caught(monkeypatch: pytest.MonkeyPatch, backend
         keep = b.op("GreaterOrEqual", [x, b.zero(dtype)])
         return b.finish(b.op("Where", [keep, dy, b.zero(dtype)]), dtype, shape, "wrong on purpose")
 
-    monkeypatch.setitem(graphs.BUILDERS, "ACTIVATION_RELU_GRAD", wrong)
+    monkeypatch.setitem(graphs.CONSTRUCTIONS, "ACTIVATION_RELU_GRAD",
+                        (graphs.Construction("wrong", lambda desc, variant, path: wrong(desc), "wrong on purpose"),))
     fresh = orb.OnnxRuntimeBackend(ort, backend.choice)
     case = make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": np.array([-1, 0, 2], np.float32),
                                                  "InputGradientTensor": np.array([5, 6, 7], np.float32)}, (3,))

@@ -94,7 +94,8 @@ class GraphBuilder:
     def op_multi(self, op_type: str, inputs: Sequence[str], outputs: int, hint: str | None = None,
                  **attrs: Any) -> list[str]:
         names = [self.fresh(hint or op_type.lower()) for _ in range(outputs)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), names, **attrs))
+        # A node is named after its first output, so that an execution provider's placement log names it.
+        self.nodes.append(helper.make_node(op_type, list(inputs), names, name=names[0], **attrs))
         return names
 
     def cast(self, value: str, to: DataType | int) -> str:
@@ -102,13 +103,15 @@ class GraphBuilder:
         return self.op("Cast", [value], "cast", to=target)
 
     def finish(self, output: str, dtype: DataType, shape: Sequence[int], recipe: str,
-               check_inputs: Callable[[dict[str, np.ndarray]], str | None] | None = None) -> Graph:
-        """The model (IR 10, opset 21) whose single output is `output`, named OutputGradientTensor."""
-        self.nodes.append(helper.make_node("Identity", [output], [OUTPUT]))
+               check_inputs: Callable[[dict[str, np.ndarray]], str | None] | None = None,
+               opset: int = OPSET) -> Graph:
+        """The model (IR 10, opset 21 unless a construction needs an older one) whose single output is `output`,
+        named OutputGradientTensor."""
+        self.nodes.append(helper.make_node("Identity", [output], [OUTPUT], name=OUTPUT))
         graph = helper.make_graph(self.nodes, self.name, self.inputs,
                                   [helper.make_tensor_value_info(OUTPUT, onnx_type(dtype), list(shape))],
                                   initializer=self.initializers)
-        model = helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)],
+        model = helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", opset)],
                                   producer_name="dmlconform")
         return Graph(model, [i.name for i in self.inputs], OUTPUT, recipe, check_inputs)
 
