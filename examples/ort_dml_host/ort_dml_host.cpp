@@ -51,6 +51,7 @@ struct Options {
     std::string ep = "dml";
     std::string ort_path;  // empty: onnxruntime.dll next to the exe, then the DLL search path
     bool any_ort_version = false;
+    std::vector<std::pair<std::string, std::string>> session_config;  // --session-config KEY=VALUE
 };
 
 static const char kUsage[] =
@@ -62,6 +63,8 @@ static const char kUsage[] =
     "  --warp                  the WARP software adapter instead\n"
     "  --debug-layer           D3D12 debug layer and DML_CREATE_DEVICE_FLAG_DEBUG\n"
     "  --any-ort-version       run an onnxruntime.dll other than 1.24.x (its OrtApi table is still checked)\n"
+    "  --session-config K=V    a session config entry for every session (repeatable), e.g.\n"
+    "                          ep.dml.disable_graph_fusion=1\n"
     "  --verbose               ONNX Runtime's log and every request on stderr\n";
 
 static bool parse_options(int argc, char** argv, Options& o) {
@@ -97,6 +100,14 @@ static bool parse_options(int argc, char** argv, Options& o) {
             o.device.debug_layer = true;
         } else if (a == "--any-ort-version") {
             o.any_ort_version = true;
+        } else if (a == "--session-config") {
+            if (!(v = value("--session-config"))) return false;
+            const char* eq = strchr(v, '=');
+            if (!eq || eq == v) {
+                log_line("--session-config %s: use KEY=VALUE", v);
+                return false;
+            }
+            o.session_config.emplace_back(std::string(v, eq), std::string(eq + 1));
         } else if (a == "--verbose") {
             g_verbose = true;
         } else {
@@ -284,6 +295,7 @@ static std::string init_runtime(Runtime& rt) {
                                                         "IDMLDevice + DIRECT queue (OrtDmlApi::"
                                                         "SessionOptionsAppendExecutionProvider_DML1)"
                                                       : "1 intra-op thread");
+    for (const auto& kv : rt.opt.session_config) rt.extra.emplace_back("session_config." + kv.first, kv.second);
     for (auto& kv : rt.device.extra) rt.extra.push_back(kv);
     if (!rt.dml()) {
         std::string compiler = dmlh::compiler_name(), wine = dmlh::wine_version();
@@ -463,6 +475,9 @@ static std::string session_options(Runtime& rt, int log_level, ort::SessionOptio
     *out = so;
     if (!(err = status_text(rt, rt.api.SetSessionLogSeverityLevel(so, log_level))).empty())
         return "SetSessionLogSeverityLevel: " + err;
+    for (const auto& kv : rt.opt.session_config)
+        if (!(err = status_text(rt, rt.api.AddSessionConfigEntry(so, kv.first.c_str(), kv.second.c_str()))).empty())
+            return "AddSessionConfigEntry(" + kv.first + "): " + err;
     if (rt.dml()) {
         // The DML EP supports neither memory patterns nor parallel execution (its documentation).
         if (!(err = status_text(rt, rt.api.SetSessionExecutionMode(so, ort::ORT_SEQUENTIAL))).empty())
