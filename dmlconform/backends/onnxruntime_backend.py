@@ -243,6 +243,17 @@ def cpu_placed_nodes(placement: str) -> list[str]:
     return nodes
 
 
+#: Build-machine paths and code addresses in onnxruntime.dll's exception texts, which say nothing to a reader here:
+#: 'E:\_work\1\s\onnxruntime\core\...\X.cpp(588)\onnxruntime.dll!000000018011FA2F: (caller: 00000001800F7C07) '.
+_BUILD_PATH = re.compile(r"[A-Za-z]:\\_work\\\d+\\s\\")
+_CODE_ADDRESS = re.compile(r"\\?onnxruntime\.dll![0-9A-Fa-f]+: \(caller: [0-9A-Fa-f]+\) ?")
+
+
+def condense_ort_message(text: str) -> str:
+    """ONNX Runtime's message without the build machine's paths and code addresses (the file and line stay)."""
+    return _CODE_ADDRESS.sub(" ", _BUILD_PATH.sub("", text))
+
+
 def classify_failure(kind: str, text: str, stage: str, provider: str, graph: str = "", placement: str = ""
                      ) -> Outcome:
     """A capability gap becomes NOT_SUPPORTED with ORT's reason; anything else an ERROR with the message.
@@ -251,7 +262,7 @@ def classify_failure(kind: str, text: str, stage: str, provider: str, graph: str
     NotImplemented, ...), whether it was raised in this process or reported by the ONNX model host. `graph` names
     the graph's node types and data type, and `placement` (the host's verbose placement log) the nodes the provider
     left to the CPU: ORT's fallback error names neither, and a driver team wants to know what to look at."""
-    message = one_line(f"{kind}: {text}")
+    message = one_line(f"{kind}: {condense_ort_message(text)}", 500)
     if kind in ("NotImplemented", "EPFail") or any(gap in message.lower() for gap in CAPABILITY_GAPS):
         where = f" [{graph}]" if graph else ""
         nodes = cpu_placed_nodes(placement)
@@ -336,7 +347,7 @@ class InProcessRunner:
         extra = {"provider": self.choice.provider,
                  "available_providers": ", ".join(self.ort.get_available_providers()),
                  "cpu_fallback": "disabled" if self.choice.gpu else "n/a (CPU provider)",
-                 "graph_format": "ONNX IR 10, opset 21, standard operators only",
+                 "graph_format": "ONNX IR 10, opset 21 (17 where a construction says so), standard operators only",
                  "onnx": onnx.__version__}
         if self.choice.key == "dml":
             extra["directml"] = dll or (directml_for_ort(self.ort.__version__)[0] or "unknown")
