@@ -366,7 +366,7 @@ class OnnxRuntimeBackend:
     name = NAME
 
     def __init__(self, runner: SessionRunner | ModuleType, choice: ProviderChoice | None = None,
-                 variant: str | None = None) -> None:
+                 variant: str | None = None, constructions: Mapping[str, str] | None = None) -> None:
         if isinstance(runner, ModuleType) or not hasattr(runner, "prepare"):  # the onnxruntime module itself
             assert choice is not None
             runner = InProcessRunner(runner, choice)
@@ -374,6 +374,8 @@ class OnnxRuntimeBackend:
         self.choice = runner.choice
         #: Reading of undocumented behaviour where the graph depends on one (RESAMPLE_GRAD1 offsets).
         self.variant = variant
+        #: Operator -> construction to build instead of the provider's preferred one (tests check each on the CPU).
+        self.constructions = dict(constructions or {})
         self._prepared: dict[tuple[Any, ...], tuple[Graph, Any] | Outcome] = {}
         self._lock = threading.Lock()
 
@@ -389,7 +391,7 @@ class OnnxRuntimeBackend:
         from dmlconform.backends.onnx_graphs import CONSTRUCTIONS, construction_for
 
         info = self.runner.describe()
-        chosen = {op: construction_for(op, self.choice.key).name for op in CONSTRUCTIONS}
+        chosen = {op: construction_for(op, self.choice.key, self.constructions.get(op)).name for op in CONSTRUCTIONS}
         info.extra["constructions"] = "; ".join(f"{op}: {name}" for op, name in sorted(chosen.items()))
         return info
 
@@ -397,7 +399,7 @@ class OnnxRuntimeBackend:
         from dmlconform.backends.onnx_graphs import GraphUnsupported, construction_for
 
         try:
-            construction = construction_for(desc.op.name, self.choice.key)
+            construction = construction_for(desc.op.name, self.choice.key, self.constructions.get(desc.op.name))
         except GraphUnsupported as exc:
             return Outcome.not_supported(f"no standard-ONNX graph for this case: {exc}")
         key = signature(desc, self.choice.provider, self.variant, path, construction.name)

@@ -39,10 +39,18 @@ def _resample(desc: Description, variant: str | None, path: str) -> Graph:
     return resample_grad1.build(desc, variant if variant in desc.op.variants else None, path or "dense")
 
 
+def _resample_matmul_only(desc: Description, variant: str | None, path: str) -> Graph:
+    return resample_grad1.build(desc, variant if variant in desc.op.variants else None, path or "dense",
+                                sparse_matmul=True)
+
+
 CONSTRUCTIONS: dict[str, tuple[Construction, ...]] = {
     "ACTIVATION_RELU_GRAD": (Construction("select", _plain(relu_grad.build), "Where(Greater(X, 0), dY, 0)"),),
     "ELEMENT_WISE_CLIP_GRAD1": (
-        Construction("select", _plain(clip_grad1.build), "Where(Not(Or(X <= Min, X >= Max)), dY, 0)"),),
+        Construction("select", _plain(clip_grad1.build), "Where(Not(Or(X <= Min, X >= Max)), dY, 0)"),
+        Construction("select-no-int64-math", _plain(clip_grad1.build_no_int64_math),
+                     "the same select with UINT32 kept in UINT32 and UINT64 selected by GatherElements (no Cast to "
+                     "or from 64-bit integers, no 64-bit Mul)")),
     "SLICE_GRAD": (
         Construction("scatter", _plain(slice_grad.build), "Slice(iota) -> ScatterElements into zeros, opset 21"),
         Construction("scatter-opset17", _plain(slice_grad.build_opset17),
@@ -53,14 +61,18 @@ CONSTRUCTIONS: dict[str, tuple[Construction, ...]] = {
         Construction("gather-sum", _plain(max_pooling_grad.build_gather_sum),
                      "window table -> Gather -> ArgMax; per element Gather(containing windows) -> Equal -> Where -> "
                      "ReduceSum (no scatter)")),
-    "RESAMPLE_GRAD1": (Construction("matmul", _resample, "per axis Transpose -> MatMul(W) (Gather/ReduceSum where dY "
-                                                         "holds NaN or Inf)"),),
+    "RESAMPLE_GRAD1": (
+        Construction("matmul", _resample, "per axis Transpose -> MatMul(W) (Gather -> Mul -> Where -> ReduceSum "
+                                          "where dY holds NaN or Inf)"),
+        Construction("matmul-only", _resample_matmul_only, "the same, with Gather -> Where -> MatMul(weights) where "
+                                                           "dY holds NaN or Inf (no element-wise Mul)")),
 }
 
 #: Execution provider (the backend's --ep key) -> operator -> construction, where the default is not what that
 #: provider takes whole (measured with onnxruntime-directml 1.24.4 under Wine: docs/onnxruntime-backend.md).
 PREFERRED: dict[str, dict[str, str]] = {
-    "dml": {"SLICE_GRAD": "scatter-opset17", "MAX_POOLING_GRAD": "gather-sum"},
+    "dml": {"SLICE_GRAD": "scatter-opset17", "MAX_POOLING_GRAD": "gather-sum",
+            "ELEMENT_WISE_CLIP_GRAD1": "select-no-int64-math", "RESAMPLE_GRAD1": "matmul-only"},
 }
 
 #: Operators whose graph depends on the data (a path, chosen per case by DATA_PATHS).
