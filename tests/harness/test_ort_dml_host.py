@@ -92,10 +92,11 @@ def slice_case(case_id: str = "slice") -> object:
                                     "InputWindowStrides": [2, -2]}, {"InputGradientTensor": dy}, (4, 4), case_id)
 
 
-def relu_case(case_id: str = "relu") -> object:
-    return make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": np.array([-1, 0, 2, -0.0], np.float32),
-                                                 "InputGradientTensor": np.array([5, 6, 7, 8], np.float32)}, (4,),
-                     case_id)
+def relu_case(case_id: str = "relu", size: int = 4) -> object:
+    """ReluGrad of `size` elements; the host keeps the last session, so a new size makes it create one."""
+    x = np.resize(np.array([-1, 0, 2, -0.0], np.float32), size)
+    dy = np.arange(5, 5 + size, dtype=np.float32)
+    return make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": x, "InputGradientTensor": dy}, (size,), case_id)
 
 
 def run_graph(runner: HostRunner, case: object, construction: str | None = None):  # type: ignore[no-untyped-def]
@@ -146,7 +147,7 @@ def test_a_wrong_answer_from_the_device_would_fail(dml: HostRunner) -> None:
 def test_a_session_past_the_timeout_kills_the_host_and_the_next_case_gets_a_fresh_one(dml: HostRunner) -> None:
     dml.client.timeout_s = 0.05  # a DirectML session takes seconds to compile on lavapipe
     try:
-        outcome = run_graph(dml, relu_case("slow"), None)
+        outcome = run_graph(dml, relu_case("slow", size=7), None)
     finally:
         dml.client.timeout_s = TIMEOUT_S
     assert outcome.kind is OutcomeKind.TIMEOUT and "host killed and restarted" in outcome.message
