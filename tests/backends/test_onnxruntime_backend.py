@@ -497,3 +497,27 @@ def test_bundled_seed_suite_passes() -> None:
     seed = Path(__file__).parents[2] / "test_vectors" / "seed"
     result = CliRunner().invoke(main, ["run", "--backend", "onnxruntime", "--ep", "cpu", str(seed)])
     assert result.exit_code == 0, result.output
+
+
+def test_the_directml_constructions_keep_every_tensor_within_eight_dimensions() -> None:
+    """DirectML takes tensors of at most 8 dimensions (DML_TENSOR_DIMENSION_COUNT_MAX1): on the smoke tier's
+    highest-rank cases, no value of a graph built for the DirectML EP has more (ONNX shape inference)."""
+    from onnx import shape_inference
+
+    from dmlconform.cli.common import bundled_suites
+    from dmlconform.suite.loader import load_paths
+    from dmlconform.suite.tiers import Tier
+
+    cases = [c for c in load_paths([bundled_suites()], tier=Tier.SMOKE) if not c.expect_invalid]
+    highest: dict[tuple[str, DataType], Case] = {}
+    for case in cases:
+        key = (case.op.name, case.dtype)
+        if key not in highest or case.rank > highest[key].rank:
+            highest[key] = case
+    assert max(case.rank for case in highest.values()) == 8
+    for case in highest.values():
+        graph = graphs.build_graph(case.description, None, graphs.data_path(case.description, case.inputs), ep="dml")
+        inferred = shape_inference.infer_shapes(graph.model, strict_mode=True).graph
+        ranks = {value.name: len(value.type.tensor_type.shape.dim)
+                 for value in [*inferred.value_info, *inferred.output, *inferred.input]}
+        assert max(ranks.values()) <= 8, f"{case.full_id}: {max(ranks, key=ranks.get)} has {max(ranks.values())}"

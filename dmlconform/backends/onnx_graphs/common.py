@@ -141,14 +141,15 @@ GATHER_SELECT = frozenset({DataType.UINT64})
 
 
 def select_by_gather(b: GraphBuilder, keep: str, value: str, dtype: DataType, shape: Sequence[int]) -> str:
-    """keep ? value : 0 as GatherElements([0, value], keep as INT32) along a new first axis: data movement only, so
-    exact for every type, with no Where, Cast of the data or arithmetic."""
-    lead = b.ints([0])
-    stacked = b.op("Concat", [b.const(np.zeros((1, *shape), dtype=dtype.numpy), hint="none"),
-                              b.op("Unsqueeze", [value, lead], "gradient")], "stacked", axis=0)
-    index = b.op("Unsqueeze", [b.cast(keep, DataType.INT32), lead], "which")
+    """keep ? value : 0 as GatherElements([0, value], keep as INT32) over the flattened tensors: data movement only,
+    so exact for every type, with no Where, Cast of the data or arithmetic. Flattened, so that the stacked tensor is
+    2-D whatever the rank (DirectML takes at most 8 dimensions; an 8-D case stacked on a new axis had 9)."""
+    row = b.ints([1, -1])
+    stacked = b.op("Concat", [b.const(np.zeros((1, int(np.prod(shape))), dtype=dtype.numpy), hint="none"),
+                              b.op("Reshape", [value, row], "gradient")], "stacked", axis=0)
+    index = b.op("Reshape", [b.cast(keep, DataType.INT32), row], "which")
     picked = b.op("GatherElements", [stacked, index], "picked", axis=0)
-    return b.op("Squeeze", [picked, lead], "selected")
+    return b.op("Reshape", [picked, b.ints(shape)], "selected")
 
 
 def widen(b: GraphBuilder, value: str, dtype: DataType, wider: Mapping[DataType, DataType] | None = None
