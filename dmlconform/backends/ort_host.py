@@ -15,6 +15,7 @@ case.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -147,3 +148,8 @@ class HostRunner:
 
     def close(self) -> None:
         self.client.close()
+        if self.memory.peak_bytes or self.client.restarts:
+            # One line on stderr for the run's log: how the host's memory went (the result records the bound).
+            print(f"dmlconform: ONNX model host: peak working set {self.memory.peak_bytes >> 20} MiB, "
+                  f"{self.client.restarts} restart(s), {self.memory.restarts} of them above the "
+                  f"{self.memory.limit_bytes >> 20} MiB bound", file=sys.stderr)

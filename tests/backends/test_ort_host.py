@@ -87,7 +87,8 @@ def test_a_graph_the_provider_refuses_is_not_supported_with_the_nodes_it_left_to
     assert "placed on the CPU EP: Greater 'positive_2'" in outcome.message  # the node, by the name the graph gave it
 
 
-def test_a_host_past_the_memory_bound_is_restarted_before_the_next_case(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_host_past_the_memory_bound_is_restarted_before_the_next_case(monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("DMLCONFORM_HOST_MAX_RSS_MIB", "100")
     cases = seed_cases()[:3]
     grown = backend("--working-set-mib 200")
@@ -97,6 +98,7 @@ def test_a_host_past_the_memory_bound_is_restarted_before_the_next_case(monkeypa
     assert all(status is Status.PASS for status, _ in got.values())
     assert runner.memory.restarts == len(cases) - 1 and runner.client.restarts == len(cases) - 1
     assert runner.memory.peak_bytes == 200 << 20
+    assert "peak working set 200 MiB, 2 restart(s), 2 of them above the 100 MiB bound" in capsys.readouterr().err
     monkeypatch.setenv("DMLCONFORM_HOST_MAX_RSS_MIB", "1000")
     small = backend("--working-set-mib 200")
     runner = small.runner
