@@ -401,6 +401,70 @@ def _entry_list(header: Mapping[str, Any], key: str, fatal: bool = True) -> list
     return entries
 
 
+def encode_model_request(case_id: str, model: bytes, inputs: Sequence[tuple[str, np.ndarray]],
+                         outputs: Mapping[str, TensorDesc]) -> bytes:
+    """An ONNX model host's request (docs/native-harness.md section 9): the serialized model at the start of the
+    payload, then the input tensors; the outputs by name, DataType and Sizes."""
+    entries, tensors = pack_tensors(inputs)
+    start = len(model) + (-len(model) % TENSOR_ALIGNMENT)
+    for entry in entries:
+        entry["offset"] += start
+    header = {"type": "run_model", "id": case_id, "model": {"offset": 0, "nbytes": len(model)}, "inputs": entries,
+              "outputs": [tensor_desc_entry(name, desc) for name, desc in outputs.items()]}
+    return encode_frame(header, model + b"\0" * (start - len(model)) + tensors)
+
+
+@dataclass
+class ModelHostHello:
+    """What an ONNX model host says about itself: the runtime, its execution provider and, on a GPU provider, the
+    device it runs on (a DirectML feature level where the host queried one)."""
+
+    name: str
+    version: str
+    execution_provider: str
+    runtime_version: str
+    adapter: str
+    driver_version: str
+    api: str
+    #: DirectML.dll's file version where the provider runs on DirectML, else "".
+    directml: str
+    feature_level: FeatureLevel | None
+    feature_level_source: str
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def decode_model_host_hello(frame: Frame) -> ModelHostHello:
+    header = frame.header
+    if frame.type == "error":
+        raise ProtocolError(f"the host refused to start: {header.get('message', '(no message)')}")
+    if frame.type != "hello":
+        raise ProtocolError(f"expected the host's 'hello', got type {header.get('type')!r}")
+    if header.get("protocol") != PROTOCOL_VERSION:
+        raise ProtocolError(f"the host speaks protocol {header.get('protocol')!r}; this dmlconform speaks "
+                            f"{PROTOCOL_VERSION}")
+    if header.get("serves") != "onnx-models":
+        raise ProtocolError(f"hello: serves {header.get('serves')!r}, not 'onnx-models': this is not an ONNX model "
+                            "host (a DirectML harness goes to --backend native)")
+    provider = header.get("execution_provider")
+    if not isinstance(provider, str) or not provider:
+        raise ProtocolError(f"hello: execution_provider must name the provider, got {provider!r}")
+    raw_level = header.get("feature_level")
+    level = None
+    if raw_level is not None:
+        try:
+            level = FeatureLevel(raw_level) if _is_int(raw_level) else FeatureLevel.parse(raw_level)
+        except ValueError:
+            raise ProtocolError(f"hello: feature_level {raw_level!r} is not a DML feature level such as "
+                                "'6_4'") from None
+    text = {key: str(header.get(key, "")) for key in ("name", "version", "onnxruntime", "adapter", "driver_version",
+                                                       "api", "directml", "feature_level_source")}
+    extra = header.get("extra", {})
+    return ModelHostHello(text["name"] or "host", text["version"], provider, text["onnxruntime"],
+                          text["adapter"] or "unknown adapter", text["driver_version"], text["api"], text["directml"],
+                          level, text["feature_level_source"],
+                          {str(k): str(v) for k, v in extra.items()} if isinstance(extra, dict) else {})
+
+
 @dataclass
 class Hello:
     """What a harness says about itself in the handshake."""

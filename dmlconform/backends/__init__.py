@@ -1,32 +1,105 @@
-"""Backends: each runs one case's description and inputs and hands back outputs or a reason why not."""
+"""Backends: each runs one case's description and inputs and hands back outputs or a reason why not.
+
+The built-in backends register themselves (`register`). Third-party backends come from other distributions through
+the entry-point group `dmlconform.backends` (docs/plugins.md): an entry point's name is the backend's name and its
+object a callable taking BackendOptions and returning a Backend. A plugin is loaded when it is asked for (or listed);
+one that cannot be loaded is reported in one line and hides nothing else.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
 
 from dmlconform.backends.base import Backend, BackendOptions
 
-_FACTORIES: dict[str, Callable[[BackendOptions], Backend]] = {}
+Factory = Callable[[BackendOptions], Backend]
+
+ENTRY_POINT_GROUP = "dmlconform.backends"
+BUILT_IN = "built-in"
+
+_FACTORIES: dict[str, Factory] = {}
 
 
-def register(name: str) -> Callable[[Callable[[BackendOptions], Backend]], Callable[[BackendOptions], Backend]]:
-    def wrap(factory: Callable[[BackendOptions], Backend]) -> Callable[[BackendOptions], Backend]:
+def register(name: str) -> Callable[[Factory], Factory]:
+    def wrap(factory: Factory) -> Factory:
         _FACTORIES[name] = factory
         return factory
     return wrap
 
 
-def backend_names() -> list[str]:
+@dataclass(frozen=True)
+class BackendSource:
+    """Where a backend comes from: built in, or a plugin's distribution and entry point; `problem` says why a plugin
+    cannot be used (empty when it can)."""
+
+    name: str
+    origin: str
+    problem: str = ""
+
+
+class PluginError(RuntimeError):
+    """A plugin backend could not be loaded; the message is one line naming the plugin."""
+
+
+def _plugin_entry_points() -> list[metadata.EntryPoint]:
+    return sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: (ep.name, ep.value))
+
+
+def _origin(entry: metadata.EntryPoint) -> str:
+    dist = entry.dist
+    where = f"{dist.name} {dist.version}" if dist is not None else "an unnamed distribution"
+    return f"plugin from {where} ({entry.value})"
+
+
+def _load_plugin(entry: metadata.EntryPoint) -> Factory:
+    try:
+        factory = entry.load()
+    except Exception as exc:  # anything a third-party import can raise
+        raise PluginError(f"backend {entry.name!r}, {_origin(entry)}: cannot be loaded: "
+                          f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
+    if not callable(factory):
+        raise PluginError(f"backend {entry.name!r}, {_origin(entry)}: {type(factory).__name__} object is not a "
+                          "callable taking BackendOptions")
+    return factory
+
+
+def backend_sources() -> list[BackendSource]:
+    """Every backend there is, built-ins first, each plugin checked by loading it."""
     _load_builtin()
-    return sorted(_FACTORIES)
+    sources = [BackendSource(name, BUILT_IN) for name in sorted(_FACTORIES)]
+    for entry in _plugin_entry_points():
+        if entry.name in _FACTORIES:
+            sources.append(BackendSource(entry.name, _origin(entry), f"shadowed by the built-in backend "
+                                                                     f"{entry.name!r}; not used"))
+            continue
+        try:
+            _load_plugin(entry)
+        except PluginError as exc:
+            sources.append(BackendSource(entry.name, _origin(entry), str(exc)))
+        else:
+            sources.append(BackendSource(entry.name, _origin(entry)))
+    return sources
+
+
+def backend_names() -> list[str]:
+    """Names `create_backend` knows: the built-ins and every plugin (a broken one fails when created)."""
+    _load_builtin()
+    return sorted(set(_FACTORIES) | {entry.name for entry in _plugin_entry_points()})
 
 
 def create_backend(name: str, options: BackendOptions) -> Backend:
     _load_builtin()
-    try:
-        factory = _FACTORIES[name]
-    except KeyError:
-        raise KeyError(f"unknown backend {name!r} (known: {', '.join(sorted(_FACTORIES))})") from None
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        entries = [entry for entry in _plugin_entry_points() if entry.name == name]
+        if not entries:
+            raise KeyError(f"unknown backend {name!r} (known: {', '.join(backend_names())})")
+        if len(entries) > 1:
+            raise PluginError(f"backend {name!r} is offered by several plugins: "
+                              f"{'; '.join(_origin(entry) for entry in entries)}")
+        factory = _load_plugin(entries[0])
     return factory(options)
 
 

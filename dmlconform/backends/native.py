@@ -3,7 +3,8 @@
 The harness is a child process speaking the frame protocol of dmlconform.harness_protocol on its
 stdin/stdout. Whatever it does, every case gets exactly one outcome: a hang becomes TIMEOUT, a dead
 process or a device removal becomes CRASH, an unreadable reply becomes ERROR, and the harness is
-restarted before the next case whenever its stream can no longer be trusted.
+restarted before the next case whenever its stream can no longer be trusted. `HarnessClient` is that
+process handling on its own; the onnxruntime backend's ONNX model host (ort_host.py) goes through it too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from dmlconform import __version__
 from dmlconform import harness_protocol as protocol
@@ -26,6 +29,7 @@ from dmlconform.backends import register
 from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome, OutcomeKind
 from dmlconform.case import Case
 from dmlconform.harness_protocol import Frame, Hello, ProtocolError, StreamEnded
+from dmlconform.ops.base import TensorDesc
 
 #: Seconds a harness may take to start and answer the handshake (device creation can be slow).
 MIN_HANDSHAKE_S = 10.0
@@ -225,39 +229,53 @@ def describe_exit(code: int) -> str:
     return f"exit code {code}"
 
 
-class NativeBackend:
-    name = "native"
+class HarnessClient:
+    """A harness process seen from the runner: started with its handshake, restarted when it died or its stream can
+    no longer be trusted, and one request at a time with a deadline. Whatever the process does, `exchange` returns
+    the reply or the Outcome it comes to (TIMEOUT, CRASH, ERROR). The native backend sends it DirectML operator
+    descriptions; the onnxruntime backend sends an ONNX model host its models (docs/native-harness.md section 9)."""
 
-    def __init__(self, command: str, timeout_s: float, client: str = f"dmlconform {__version__}") -> None:
+    def __init__(self, command: str, timeout_s: float, decode_hello: Callable[[Frame], Any] = protocol.decode_hello,
+                 client: str = f"dmlconform {__version__}", what: str = "harness") -> None:
         self.command = command
         self.argv = harness_argv(command)
         self.timeout_s = timeout_s
         self.client = client
+        #: Names the process in messages: "harness", "host".
+        self.what = what
+        self._decode_hello = decode_hello
         self.restarts = 0
         self._failed_starts = 0
         self._process: HarnessProcess | None = None
         self.hello = self._start()  # raises HarnessStartError: the run cannot begin without a harness
 
-    # -- harness life cycle ------------------------------------------------------------------------
-    def _start(self) -> Hello:
+    @property
+    def running(self) -> bool:
+        return self._process is not None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.process.pid if self._process is not None else None
+
+    # -- life cycle --------------------------------------------------------------------------------
+    def _start(self) -> Any:
         process = HarnessProcess(self.argv)
-        deadline = time.monotonic() + max(self.timeout_s, MIN_HANDSHAKE_S)
+        wait_s = max(self.timeout_s, MIN_HANDSHAKE_S)
         process.send(protocol.encode_hello_request(self.client))
         try:
-            hello = protocol.decode_hello(process.read_frame(deadline))
+            hello = self._decode_hello(process.read_frame(time.monotonic() + wait_s))
         except _Timeout:
             process.kill()
-            raise HarnessStartError(f"harness {self.command!r} did not answer the handshake within "
-                                    f"{max(self.timeout_s, MIN_HANDSHAKE_S):g} s; last stderr: "
-                                    f"{process.stderr_text() or '(none)'}") from None
+            raise HarnessStartError(f"{self.what} {self.command!r} did not answer the handshake within {wait_s:g} s; "
+                                    f"last stderr: {process.stderr_text() or '(none)'}") from None
         except (StreamEnded, _WriteFailed):
             process.kill()
-            raise HarnessStartError(f"harness {self.command!r} ended before the handshake: "
+            raise HarnessStartError(f"{self.what} {self.command!r} ended before the handshake: "
                                     f"{process.death()}") from None
         except ProtocolError as exc:
             process.kill()
             tail = process.stderr_text()
-            raise HarnessStartError(f"harness {self.command!r} handshake failed: {exc}"
+            raise HarnessStartError(f"{self.what} {self.command!r} handshake failed: {exc}"
                                     + (f"; last stderr: {tail}" if tail else "")) from None
         self._process = process
         return hello
@@ -265,7 +283,7 @@ class NativeBackend:
     def _running(self) -> HarnessProcess:
         if self._process is None:
             if self._failed_starts >= MAX_FAILED_STARTS:
-                raise HarnessStartError(f"the harness failed to restart {self._failed_starts} times in a row; "
+                raise HarnessStartError(f"the {self.what} failed to restart {self._failed_starts} times in a row; "
                                         "not trying again")
             try:
                 hello = self._start()
@@ -274,18 +292,117 @@ class NativeBackend:
                 raise
             self._failed_starts = 0
             self.restarts += 1
-            if hello.feature_level != self.hello.feature_level or hello.adapter != self.hello.adapter:
-                print(f"dmlconform: warning: restarted harness reports {hello.adapter} at "
-                      f"{hello.feature_level}, first start reported {self.hello.adapter} at "
-                      f"{self.hello.feature_level}", file=sys.stderr)
+            first, now = (getattr(self.hello, "feature_level", None), getattr(self.hello, "adapter", None)), \
+                (getattr(hello, "feature_level", None), getattr(hello, "adapter", None))
+            if now != first:
+                print(f"dmlconform: warning: restarted {self.what} reports {now[1]} at {now[0]}, first start "
+                      f"reported {first[1]} at {first[0]}", file=sys.stderr)
         assert self._process is not None
         return self._process
 
-    def _discard(self, kill: bool = True) -> None:
+    def discard(self, kill: bool = True) -> None:
+        """Forget the running process (killed unless told otherwise); the next exchange starts a fresh one."""
         if self._process is not None:
             if kill:
                 self._process.kill()
             self._process = None
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
+
+    # -- one request -------------------------------------------------------------------------------
+    def exchange(self, case_id: str, request: bytes, expected: Mapping[str, TensorDesc]) -> protocol.Reply | Outcome:
+        """Send one request and read its reply: a Reply (for any status the protocol knows) or, when the process
+        hung, died or answered garbage, the Outcome that comes to."""
+        try:
+            process = self._running()
+        except HarnessStartError as exc:
+            return Outcome.error(f"{self.what} unavailable: {exc}")
+        deadline = time.monotonic() + self.timeout_s
+        process.send(request)
+        try:
+            reply = protocol.decode_result(process.read_frame(deadline, payload_bound(expected)), case_id, expected)
+        except _Timeout as exc:
+            self.discard()
+            partial = f" ({exc.received} bytes of a reply had arrived)" if exc.received else ""
+            return Outcome(OutcomeKind.TIMEOUT, message=f"no reply within {self.timeout_s:g} s{partial}; "
+                           f"{self.what} killed and restarted")
+        except (StreamEnded, _WriteFailed) as exc:
+            return self._ended(process, exc)
+        except ProtocolError as exc:
+            if exc.fatal:
+                self.discard()
+            restarted = f"; {self.what} restarted" if exc.fatal else ""
+            return Outcome.error(f"malformed reply from the {self.what}: {exc}{restarted}")
+        if reply.status == "device_removed":
+            # The device is gone and the process exits after saying so; the next case gets a fresh one.
+            if process.exit_code(2.0) is None:
+                process.kill()
+            self.discard(kill=False)
+        return reply
+
+    def _ended(self, process: HarnessProcess, exc: Exception) -> Outcome:
+        # A dying process closes stdout a moment before it is reaped; a live one is not waited on for long.
+        code = process.exit_code(1.0)
+        where = ""
+        if isinstance(exc, StreamEnded) and not exc.at_boundary:
+            where = f" mid-reply ({exc})"
+        elif isinstance(exc, _WriteFailed):
+            where = f" while receiving the request ({exc})"
+        death = process.death(wait_s=0.0)
+        self.discard()
+        if code is None:
+            # Alive but with a pipe closed: the stream is broken, not the process.
+            pipe = "stopped reading its stdin" if isinstance(exc, _WriteFailed) else f"closed its stdout{where}"
+            return Outcome.error(f"{self.what} {pipe}; {death}; {self.what} restarted")
+        return Outcome(OutcomeKind.CRASH, message=f"{self.what} died{where}: {death}")
+
+
+def payload_bound(outputs: Mapping[str, TensorDesc]) -> int:
+    """The most payload bytes a reply with these outputs may carry: their elements at 8 bytes each (the widest type,
+    so that a reply in the wrong type is still read, and refused with its type named), each aligned. A larger
+    payload is refused from the frame's prefix, before it is read."""
+    return sum(math.prod(desc.shape) * 8 + protocol.TENSOR_ALIGNMENT for desc in outputs.values())
+
+
+def expected_payload(case: Case) -> int:
+    """payload_bound of the case's outputs."""
+    return payload_bound({name: case.description.tensors[name] for name in case.op.outputs})
+
+
+def reply_outcome(reply: protocol.Reply) -> Outcome:
+    """What a decoded reply from a DirectML harness means for its case."""
+    if reply.status == "ok":
+        return Outcome.ran(reply.outputs)
+    if reply.status == "refused":
+        return Outcome.refused(reply.message or "refused (no message)")
+    if reply.status == "unsupported":
+        return Outcome.not_supported(reply.message or "the harness does not support this case")
+    if reply.status == "device_removed":
+        return device_removed_outcome(reply)
+    return Outcome.error(f"harness error: {reply.message or '(no message)'}")
+
+
+def device_removed_outcome(reply: protocol.Reply) -> Outcome:
+    hresult = reply.header.get("hresult")
+    code = f" ({hresult})" if isinstance(hresult, str) and hresult else ""
+    return Outcome(OutcomeKind.CRASH, message=f"device removed{code}: {reply.message or 'no reason given'}")
+
+
+class NativeBackend:
+    name = "native"
+
+    def __init__(self, command: str, timeout_s: float, client: str = f"dmlconform {__version__}") -> None:
+        self.command = command
+        self.timeout_s = timeout_s
+        self.harness = HarnessClient(command, timeout_s, protocol.decode_hello, client)
+        self.hello: Hello = self.harness.hello
+
+    @property
+    def restarts(self) -> int:
+        return self.harness.restarts
 
     # -- Backend protocol --------------------------------------------------------------------------
     def info(self) -> BackendInfo:
@@ -308,16 +425,12 @@ class NativeBackend:
             request = protocol.encode_run_request(case.full_id, case.description, case.inputs)
         except (ValueError, KeyError, TypeError) as exc:
             return Outcome.error(f"cannot encode the case for the harness: {exc}")
-        try:
-            process = self._running()
-        except HarnessStartError as exc:
-            return Outcome.error(f"harness unavailable: {exc}")
-        return self._exchange(process, case, request)
+        reply = self.harness.exchange(case.full_id, request,
+                                      {name: case.description.tensors[name] for name in case.op.outputs})
+        return reply if isinstance(reply, Outcome) else reply_outcome(reply)
 
     def close(self) -> None:
-        if self._process is not None:
-            self._process.stop()
-            self._process = None
+        self.harness.close()
 
     # -- one case ----------------------------------------------------------------------------------
     def _declined(self, case: Case) -> str:
@@ -331,71 +444,6 @@ class NativeBackend:
         if case.dtype not in dtypes:
             return f"the harness declares {case.op.name} without {case.dtype.name} in its handshake"
         return ""
-
-    def _exchange(self, process: HarnessProcess, case: Case, request: bytes) -> Outcome:
-        deadline = time.monotonic() + self.timeout_s
-        process.send(request)
-        try:
-            frame = process.read_frame(deadline, expected_payload(case))
-            reply = protocol.decode_result(frame, case.full_id, {name: case.description.tensors[name]
-                                                                 for name in case.op.outputs})
-        except _Timeout as exc:
-            self._discard()
-            partial = f" ({exc.received} bytes of a reply had arrived)" if exc.received else ""
-            return Outcome(OutcomeKind.TIMEOUT, message=f"no reply within {self.timeout_s:g} s{partial}; "
-                           "harness killed and restarted")
-        except (StreamEnded, _WriteFailed) as exc:
-            return self._ended(process, exc)
-        except ProtocolError as exc:
-            if exc.fatal:
-                self._discard()
-            restarted = "; harness restarted" if exc.fatal else ""
-            return Outcome.error(f"malformed reply from the harness: {exc}{restarted}")
-        if reply.status == "device_removed":
-            # The device is gone and the harness exits after saying so; the next case gets a fresh one.
-            if process.exit_code(2.0) is None:
-                process.kill()
-            self._discard(kill=False)
-        return reply_outcome(reply)
-
-    def _ended(self, process: HarnessProcess, exc: Exception) -> Outcome:
-        # A dying process closes stdout a moment before it is reaped; a live one is not waited on for long.
-        code = process.exit_code(1.0)
-        where = ""
-        if isinstance(exc, StreamEnded) and not exc.at_boundary:
-            where = f" mid-reply ({exc})"
-        elif isinstance(exc, _WriteFailed):
-            where = f" while receiving the request ({exc})"
-        death = process.death(wait_s=0.0)
-        self._discard()
-        if code is None:
-            # Alive but with a pipe closed: the stream is broken, not the process.
-            pipe = "stopped reading its stdin" if isinstance(exc, _WriteFailed) else f"closed its stdout{where}"
-            return Outcome.error(f"harness {pipe}; {death}; harness restarted")
-        return Outcome(OutcomeKind.CRASH, message=f"harness died{where}: {death}")
-
-
-def expected_payload(case: Case) -> int:
-    """The most payload bytes a reply to the case may carry: its outputs' elements at 8 bytes each (the widest
-    type, so that a reply in the wrong type is still read, and refused with its type named), each aligned. A
-    larger payload is refused from the frame's prefix, before it is read."""
-    return sum(math.prod(case.description.tensors[name].shape) * 8 + protocol.TENSOR_ALIGNMENT
-               for name in case.op.outputs)
-
-
-def reply_outcome(reply: protocol.Reply) -> Outcome:
-    """What a decoded reply means for its case."""
-    if reply.status == "ok":
-        return Outcome.ran(reply.outputs)
-    if reply.status == "refused":
-        return Outcome.refused(reply.message or "refused (no message)")
-    if reply.status == "unsupported":
-        return Outcome.not_supported(reply.message or "the harness does not support this case")
-    if reply.status == "device_removed":
-        hresult = reply.header.get("hresult")
-        code = f" ({hresult})" if isinstance(hresult, str) and hresult else ""
-        return Outcome(OutcomeKind.CRASH, message=f"device removed{code}: {reply.message or 'no reason given'}")
-    return Outcome.error(f"harness error: {reply.message or '(no message)'}")
 
 
 @register("native")

@@ -6,6 +6,13 @@ CPU provider is not listed, so a node the provider cannot take makes the case NO
 reason. Provider selection and the feature-level claim are pure functions of plain data so tests can cover
 the DirectML and CUDA paths without the hardware.
 
+Where the graphs run is a SessionRunner: onnxruntime in this process (InProcessRunner), or an ONNX model host, a
+process with another ONNX Runtime (ort_host.HostRunner). On Linux, where no onnxruntime-directml exists, `--ep dml`
+uses the host examples/ort_dml_host (onnxruntime-directml's onnxruntime.dll under Wine); `--harness CMD` names a host
+for any --ep. On Windows `--ep dml` runs onnxruntime-directml in this process (that path is not exercised here).
+
+Each operator may have several constructions (onnx_graphs.CONSTRUCTIONS): the provider's preferred one is built.
+
 onnxruntime and onnx are imported lazily (in the factory), never when this module is imported.
 """
 
@@ -15,11 +22,11 @@ import platform
 import re
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -28,6 +35,9 @@ from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome, one_l
 from dmlconform.case import Case
 from dmlconform.feature_levels import HIGHEST, FeatureLevel
 from dmlconform.ops.base import Description, DescriptionError
+
+if TYPE_CHECKING:
+    from dmlconform.backends.onnx_graphs import Graph
 
 NAME = "onnxruntime"
 PROVIDERS = {"dml": "DmlExecutionProvider", "cuda": "CUDAExecutionProvider", "cpu": "CPUExecutionProvider"}
@@ -89,6 +99,11 @@ def session_options(ort: ModuleType, choice: ProviderChoice) -> Any:
     if not choice.gpu:
         # Small tensors: one thread keeps session creation cheap and the accumulation order fixed.
         options.intra_op_num_threads = 1
+    if choice.key == "dml":
+        # The DirectML EP supports neither memory patterns nor parallel execution (its documentation); the ONNX
+        # model host sets the same.
+        options.enable_mem_pattern = False
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     for key, value in choice.config.items():
         options.add_session_config_entry(key, value)
     return options
@@ -203,43 +218,128 @@ def directml_dll_version(ort: ModuleType) -> str | None:
 #: ORT messages that mean "this provider or build cannot run that node", not "something broke".
 CAPABILITY_GAPS = ("could not find an implementation", "not implemented", "cpu_ep_fallback", "fallback",
                    "not supported", "unsupported", "pad should be smaller than kernel")
+CPU_PROVIDER = "CPUExecutionProvider"
 
 
-def classify_failure(exc: BaseException, stage: str, provider: str, graph: str = "") -> Outcome:
+def cpu_placed_nodes(placement: str) -> list[str]:
+    """The nodes ONNX Runtime's verbose placement log puts on the CPU EP ('OpType name' each), from lines such as
+
+        Node(s) placed on [CPUExecutionProvider]. Number of nodes: 1
+          ScatterElements (scattered_12)
+    """
+    nodes: list[str] = []
+    lines = placement.splitlines()
+    for number, line in enumerate(lines):
+        if f"placed on [{CPU_PROVIDER}]" not in line:
+            continue
+        if line.strip().startswith("All nodes"):
+            return ["every node"]
+        for entry in lines[number + 1:]:
+            if not entry.startswith("  ") or "placed on [" in entry:
+                break
+            op, _, rest = entry.strip().partition(" ")
+            name = rest.strip().removeprefix("(").removesuffix(")")
+            nodes.append(f"{op} '{name}'" if name else op)
+    return nodes
+
+
+#: Build-machine paths and code addresses in onnxruntime.dll's exception texts, which say nothing to a reader here:
+#: 'E:\_work\1\s\onnxruntime\core\...\X.cpp(588)\onnxruntime.dll!000000018011FA2F: (caller: 00000001800F7C07) '.
+_BUILD_PATH = re.compile(r"[A-Za-z]:\\_work\\\d+\\s\\")
+_CODE_ADDRESS = re.compile(r"\\?onnxruntime\.dll![0-9A-Fa-f]+: \(caller: [0-9A-Fa-f]+\) ?")
+
+
+def condense_ort_message(text: str) -> str:
+    """ONNX Runtime's message without the build machine's paths and code addresses (the file and line stay)."""
+    return _CODE_ADDRESS.sub(" ", _BUILD_PATH.sub("", text))
+
+
+def classify_failure(kind: str, text: str, stage: str, provider: str, graph: str = "", placement: str = ""
+                     ) -> Outcome:
     """A capability gap becomes NOT_SUPPORTED with ORT's reason; anything else an ERROR with the message.
 
-    `graph` names the graph's node types and data type: ORT's fallback error does not say which node the
-    provider refused, and a driver team wants to know what to look at."""
-    kind = type(exc).__name__
-    message = one_line(f"{kind}: {exc}")
+    `kind` is the ORT error's name as onnxruntime's Python binding spells its exception classes (Fail, EPFail,
+    NotImplemented, ...), whether it was raised in this process or reported by the ONNX model host. `graph` names
+    the graph's node types and data type, and `placement` (the host's verbose placement log) the nodes the provider
+    left to the CPU: ORT's fallback error names neither, and a driver team wants to know what to look at."""
+    message = one_line(f"{kind}: {condense_ort_message(text)}", 500)
     if kind in ("NotImplemented", "EPFail") or any(gap in message.lower() for gap in CAPABILITY_GAPS):
         where = f" [{graph}]" if graph else ""
-        return Outcome.not_supported(f"{provider} cannot run the graph{where} ({stage}): {message}")
+        nodes = cpu_placed_nodes(placement)
+        on_cpu = f"; placed on the CPU EP: {', '.join(nodes)}" if nodes else ""
+        return Outcome.not_supported(f"{provider} cannot run the graph{where} ({stage}): {message}{on_cpu}")
     return Outcome.error(f"onnxruntime failed at {stage} on {provider}: {message}")
 
 
+def classify_exception(exc: BaseException, stage: str, provider: str, graph: str = "") -> Outcome:
+    return classify_failure(type(exc).__name__, str(exc), stage, provider, graph)
+
+
+def graph_summary(graph: Graph, dtype_name: str) -> str:
+    """'FLOAT32: ArgMax, Gather, ...': the data type and node types of a graph, for messages."""
+    nodes = sorted({node.op_type for node in graph.model.graph.node} - {"Identity"})
+    return f"{dtype_name}: {', '.join(nodes)}"
+
+
 # -- the backend ---------------------------------------------------------------------------------------
-def signature(desc: Description, provider: str, variant: str | None, path: str = "") -> tuple[Any, ...]:
-    """Graph identity: operator, parameters, tensor types and sizes, provider (and the variant and path)."""
+def signature(desc: Description, provider: str, variant: str | None, path: str = "", construction: str = ""
+              ) -> tuple[Any, ...]:
+    """Graph identity: operator, parameters, tensor types and sizes, provider (and the variant, path and
+    construction)."""
     params = tuple(sorted((name, repr(value)) for name, value in desc.params.items()))
     tensors = tuple(sorted((name, t.dtype.name, t.shape) for name, t in desc.tensors.items()))
-    return desc.op.name, params, tensors, provider, variant, path
+    return desc.op.name, params, tensors, provider, variant, path, construction
 
 
-class OnnxRuntimeBackend:
-    name = NAME
-    thread_safe = True  # InferenceSession.run is thread-safe; the cache is guarded by a lock
+class SessionRunner(Protocol):
+    """Where the graphs run: onnxruntime in this process, or an ONNX model host (ort_host.HostRunner)."""
 
-    def __init__(self, ort: ModuleType, choice: ProviderChoice, variant: str | None = None) -> None:
+    choice: ProviderChoice
+    #: Whether prepared graphs are worth keeping for every signature (a session each) or only the last one.
+    caches_prepared: bool
+    thread_safe: bool
+
+    def prepare(self, graph: Graph, dtype_name: str) -> Any | Outcome:
+        """What `execute` needs to run `graph` (a session, or the model's bytes); an Outcome if it cannot be had."""
+        ...
+
+    def execute(self, prepared: Any, graph: Graph, feeds: dict[str, np.ndarray], case: Case, dtype_name: str
+                ) -> Outcome: ...
+
+    def describe(self) -> BackendInfo: ...
+
+    def close(self) -> None: ...
+
+
+class InProcessRunner:
+    """Sessions of the onnxruntime module imported here."""
+
+    caches_prepared = True
+    thread_safe = True  # InferenceSession.run is thread-safe
+
+    def __init__(self, ort: ModuleType, choice: ProviderChoice) -> None:
         self.ort = ort
         self.choice = choice
-        #: Reading of undocumented behaviour where the graph depends on one (RESAMPLE_GRAD1 offsets).
-        self.variant = variant
-        self._sessions: dict[tuple[Any, ...], tuple[Any, Any] | Outcome] = {}
-        self._lock = threading.Lock()
         self.sessions_created = 0
 
-    def info(self) -> BackendInfo:
+    def prepare(self, graph: Graph, dtype_name: str) -> Any | Outcome:
+        try:
+            session = self.ort.InferenceSession(graph.model.SerializeToString(), session_options(self.ort, self.choice),
+                                                providers=self.choice.providers)
+        except Exception as exc:
+            return classify_exception(exc, "session creation", self.choice.provider, graph_summary(graph, dtype_name))
+        self.sessions_created += 1
+        return session
+
+    def execute(self, prepared: Any, graph: Graph, feeds: dict[str, np.ndarray], case: Case, dtype_name: str
+                ) -> Outcome:
+        try:
+            (result,) = prepared.run([graph.output], feeds)
+        except Exception as exc:
+            return classify_exception(exc, "run", self.choice.provider)
+        return Outcome.ran({case.op.outputs[0]: result})
+
+    def describe(self) -> BackendInfo:
         import onnx
 
         dll = directml_dll_version(self.ort) if self.choice.key == "dml" else None
@@ -247,7 +347,7 @@ class OnnxRuntimeBackend:
         extra = {"provider": self.choice.provider,
                  "available_providers": ", ".join(self.ort.get_available_providers()),
                  "cpu_fallback": "disabled" if self.choice.gpu else "n/a (CPU provider)",
-                 "graph_format": "ONNX IR 10, opset 21, standard operators only",
+                 "graph_format": "ONNX IR 10, opset 21 (17 where a construction says so), standard operators only",
                  "onnx": onnx.__version__}
         if self.choice.key == "dml":
             extra["directml"] = dll or (directml_for_ort(self.ort.__version__)[0] or "unknown")
@@ -258,32 +358,67 @@ class OnnxRuntimeBackend:
             return f"{self.choice.provider} ({platform.machine() or 'cpu'}, {self.ort.get_device()})"
         return f"{self.choice.provider} (device 0, {self.ort.get_device()})"
 
-    def _session(self, desc: Description, path: str = "") -> tuple[Any, Any] | Outcome:
-        from dmlconform.backends.onnx_graphs import GraphUnsupported, build_graph
+    def close(self) -> None:
+        pass
 
-        key = signature(desc, self.choice.provider, self.variant, path)
+
+class OnnxRuntimeBackend:
+    name = NAME
+
+    def __init__(self, runner: SessionRunner | ModuleType, choice: ProviderChoice | None = None,
+                 variant: str | None = None, constructions: Mapping[str, str] | None = None) -> None:
+        if isinstance(runner, ModuleType) or not hasattr(runner, "prepare"):  # the onnxruntime module itself
+            assert choice is not None
+            runner = InProcessRunner(runner, choice)
+        self.runner: SessionRunner = runner
+        self.choice = runner.choice
+        #: Reading of undocumented behaviour where the graph depends on one (RESAMPLE_GRAD1 offsets).
+        self.variant = variant
+        #: Operator -> construction to build instead of the provider's preferred one (tests check each on the CPU).
+        self.constructions = dict(constructions or {})
+        self._prepared: dict[tuple[Any, ...], tuple[Graph, Any] | Outcome] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def thread_safe(self) -> bool:
+        return self.runner.thread_safe
+
+    @property
+    def sessions_created(self) -> int:
+        return getattr(self.runner, "sessions_created", 0)
+
+    def info(self) -> BackendInfo:
+        from dmlconform.backends.onnx_graphs import CONSTRUCTIONS, construction_for
+
+        info = self.runner.describe()
+        chosen = {op: construction_for(op, self.choice.key, self.constructions.get(op)).name for op in CONSTRUCTIONS}
+        info.extra["constructions"] = "; ".join(f"{op}: {name}" for op, name in sorted(chosen.items()))
+        return info
+
+    def _entry(self, desc: Description, path: str) -> tuple[Graph, Any] | Outcome:
+        from dmlconform.backends.onnx_graphs import GraphUnsupported, construction_for
+
+        try:
+            construction = construction_for(desc.op.name, self.choice.key, self.constructions.get(desc.op.name))
+        except GraphUnsupported as exc:
+            return Outcome.not_supported(f"no standard-ONNX graph for this case: {exc}")
+        key = signature(desc, self.choice.provider, self.variant, path, construction.name)
         with self._lock:
-            cached = self._sessions.get(key)
+            cached = self._prepared.get(key)
         if cached is not None:
             return cached
-        entry: tuple[Any, Any] | Outcome
+        entry: tuple[Graph, Any] | Outcome
         try:
-            graph = build_graph(desc, self.variant, path)
+            graph = construction.build(desc, self.variant, path)
         except GraphUnsupported as exc:
             entry = Outcome.not_supported(f"no standard-ONNX graph for this case: {exc}")
         else:
-            try:
-                session = self.ort.InferenceSession(graph.model.SerializeToString(),
-                                                    session_options(self.ort, self.choice),
-                                                    providers=self.choice.providers)
-                entry = (graph, session)
-                self.sessions_created += 1
-            except Exception as exc:
-                nodes = sorted({node.op_type for node in graph.model.graph.node} - {"Identity"})
-                entry = classify_failure(exc, "session creation", self.choice.provider,
-                                         f"{desc.output.dtype.name}: {', '.join(nodes)}")
+            prepared = self.runner.prepare(graph, desc.output.dtype.name)
+            entry = prepared if isinstance(prepared, Outcome) else (graph, prepared)
         with self._lock:
-            self._sessions.setdefault(key, entry)
+            if not self.runner.caches_prepared:
+                self._prepared.clear()
+            self._prepared.setdefault(key, entry)
         return entry
 
     def run(self, case: Case) -> Outcome:
@@ -293,28 +428,62 @@ class OnnxRuntimeBackend:
             return Outcome.refused(str(exc))
         from dmlconform.backends.onnx_graphs import data_path
 
-        entry = self._session(case.description, data_path(case.description, case.inputs))
+        entry = self._entry(case.description, data_path(case.description, case.inputs))
         if isinstance(entry, Outcome):
             return entry
-        graph, session = entry
+        graph, prepared = entry
         if graph.check_inputs is not None:
             reason = graph.check_inputs(case.inputs)
             if reason:
                 return Outcome.not_supported(reason)
         feeds = {name: np.ascontiguousarray(case.inputs[name]) for name in graph.inputs}
-        try:
-            (result,) = session.run([graph.output], feeds)
-        except Exception as exc:
-            return classify_failure(exc, "run", self.choice.provider)
-        return Outcome.ran({case.op.outputs[0]: result})
+        return self.runner.execute(prepared, graph, feeds, case, case.description.output.dtype.name)
 
     def close(self) -> None:
         with self._lock:
-            self._sessions.clear()
+            self._prepared.clear()
+        self.runner.close()
+
+
+#: Where `--ep dml` finds the ONNX model host when onnxruntime here has no DirectML EP (Linux): the repository's
+#: wrapper that runs examples/ort_dml_host under Wine. DMLCONFORM_ORT_HOST or --harness name another.
+HOST_ENV = "DMLCONFORM_ORT_HOST"
+BUNDLED_HOST = Path(__file__).resolve().parents[2] / "examples" / "ort_dml_host" / "run_under_wine.sh"
+
+
+def host_command(options: BackendOptions, environ: Mapping[str, str]) -> str | None:
+    """The ONNX model host to run the graphs in, or None for onnxruntime in this process: --harness, else for
+    `--ep dml` where this onnxruntime has no DirectML EP (Linux), DMLCONFORM_ORT_HOST or the repository's wrapper."""
+    if options.harness:
+        return options.harness
+    if options.ep != "dml":
+        return None
+    if environ.get(HOST_ENV):
+        return environ[HOST_ENV]
+    if BUNDLED_HOST.is_file():
+        return str(BUNDLED_HOST)
+    raise RuntimeError(f"--ep dml: onnxruntime here has no DmlExecutionProvider and there is no ONNX model host to "
+                       f"run it in: give one with --harness (examples/ort_dml_host/run_under_wine.sh in a checkout "
+                       f"of dmlconform, set up by examples/ort_dml_host/setup.sh) or {HOST_ENV}")
 
 
 @register(NAME)
 def create(options: BackendOptions) -> OnnxRuntimeBackend:
+    import os
+
+    in_process_dml = False
+    if options.ep == "dml" and not options.harness:
+        try:
+            import onnxruntime as probe
+
+            in_process_dml = PROVIDERS["dml"] in probe.get_available_providers()
+        except ImportError:
+            in_process_dml = False
+    command = None if in_process_dml else host_command(options, os.environ)
+    if command is not None:
+        from dmlconform.backends.ort_host import HostRunner
+
+        return OnnxRuntimeBackend(HostRunner.start(command, options.ep, options.timeout_s), variant=options.variant)
     try:
         import onnxruntime as ort
     except ImportError as exc:
@@ -324,4 +493,4 @@ def create(options: BackendOptions) -> OnnxRuntimeBackend:
     # Session failures come back as exceptions and become NOT_SUPPORTED or ERROR with ORT's message; the
     # process-wide logger would print each of them to stderr a second time, in the middle of the report.
     ort.set_default_logger_severity(4)
-    return OnnxRuntimeBackend(ort, choice, options.variant)
+    return OnnxRuntimeBackend(InProcessRunner(ort, choice), variant=options.variant)

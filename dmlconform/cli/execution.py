@@ -76,7 +76,7 @@ def backend_settings(backend_name: str, ep: str, harness: str | None, timeout_s:
     if backend_name == "native":
         return {"harness": harness, "timeout_s": timeout_s}
     if backend_name == "onnxruntime":
-        return {"ep": ep}
+        return {"ep": ep, **({"harness": harness, "timeout_s": timeout_s} if harness else {})}
     return {"variant": variant}
 
 

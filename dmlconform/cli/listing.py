@@ -53,8 +53,12 @@ def ops() -> None:
 
 @click.command()
 def backends() -> None:
-    """List the available backends."""
-    from dmlconform.backends import backend_names
+    """List the backends, each with where it comes from: built in, or a plugin's distribution and version (entry
+    point group dmlconform.backends). A plugin that cannot be loaded is one line saying why."""
+    from dmlconform.backends import backend_sources
 
-    for name in backend_names():
-        click.echo(name)
+    for source in backend_sources():
+        if source.problem:
+            click.echo(f"{source.name}  BROKEN: {source.problem}")
+        else:
+            click.echo(f"{source.name}  {source.origin}")

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--backend", "backend_name", default="numpy", show_default=True,
-              help="Backend to test: numpy (the reference), onnxruntime, native, torch.")
+              help="Backend to test: numpy (the reference), onnxruntime, native, torch, or a plugin's "
+              "(`dmlconform backends` lists them).")
 @click.option("--feature-level", "level_text", metavar="L", help="Judge at this level (e.g. 5_1) instead of "
               "the level the backend claims.")
 @click.option("-k", "expression", metavar="EXPR", help="Select cases: words (id substring, op, dtype or tag) "
@@ -61,7 +62,9 @@ if TYPE_CHECKING:
               help="ONNX Runtime execution provider (onnxruntime backend).")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
               help="PyTorch device (torch backend).")
-@click.option("--harness", metavar="'CMD ARGS'", help="Native harness command line (native backend).")
+@click.option("--harness", metavar="'CMD ARGS'", help="Native harness command line (native backend); for the "
+              "onnxruntime backend, an ONNX model host to run the graphs in (--ep dml on Linux uses "
+              "examples/ort_dml_host/run_under_wine.sh unless told otherwise).")
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=click.FloatRange(0.001),
               help="Seconds one case may take: the native harness is then killed; a worker process of any "
               "backend that overruns by far more (time for a harness restart, plus 5 s) is killed too.")

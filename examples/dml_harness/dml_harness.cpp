@@ -15,21 +15,10 @@
 // DirectML, the D3D12 runtime or Wine might print can never corrupt the stream. Logs go to stderr.
 //
 // Build: Makefile (mingw-w64 cross compiler) or CMakeLists.txt (MSVC); see README.md.
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include "directml_api.h"
+#include "d3d12_device.h"
 
-#include <d3d12sdklayers.h>
-#include <dxgi1_4.h>
-#include <winver.h>
 #include <fcntl.h>
-#include <io.h>
 
-#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -41,7 +30,16 @@
 
 #include "protocol.h"
 
+using dmlh::Com;
+using dmlh::hr_text;
+using dmlh::is_device_loss;
 using dmlh::JValue;
+using dmlh::kTypeBytes;
+using dmlh::kTypeCount;
+using dmlh::kTypeNames;
+using dmlh::level_label;
+using dmlh::log_line;
+using dmlh::strf;
 
 #define DMLH_VERSION "1.0"
 
@@ -72,145 +70,22 @@ static_assert(sizeof(DML_BINDING_PROPERTIES) == 24, "DML_BINDING_PROPERTIES layo
 static_assert(sizeof(DML_BINDING_TABLE_DESC) == 32, "DML_BINDING_TABLE_DESC layout");
 #endif
 
-// ---------------------------------------------------------------------------------------------
-// Small utilities.
-// ---------------------------------------------------------------------------------------------
 static bool g_verbose = false;
 
-static void log_line(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("dml-harness: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-    va_end(ap);
-}
-
-static std::string strf(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int need = vsnprintf(nullptr, 0, fmt, ap);
-    va_end(ap);
-    std::string s(size_t(need > 0 ? need : 0), '\0');
-    va_start(ap, fmt);
-    vsnprintf(&s[0], s.size() + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-static std::string utf8(const wchar_t* w) {
-    int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, nullptr, 0, nullptr, nullptr);
-    if (n <= 1) return std::string();
-    std::string s(size_t(n - 1), '\0');
-    WideCharToMultiByte(CP_UTF8, 0, w, -1, &s[0], n, nullptr, nullptr);
-    return s;
-}
-
-// Owning pointer for COM objects.
-template <class T>
-struct Com {
-    T* p = nullptr;
-    Com() = default;
-    Com(const Com&) = delete;
-    Com& operator=(const Com&) = delete;
-    ~Com() { reset(); }
-    void reset() {
-        if (p) p->Release();
-        p = nullptr;
-    }
-    T* operator->() const { return p; }
-    T* get() const { return p; }
-    explicit operator bool() const { return p != nullptr; }
-    void** put() {
-        reset();
-        return reinterpret_cast<void**>(&p);
-    }
-    T** put_typed() {
-        reset();
-        return &p;
-    }
-};
-
-static const char* hr_name(HRESULT hr) {
-    switch ((unsigned long)hr) {
-    case 0x00000000UL: return "S_OK";
-    case 0x00000001UL: return "S_FALSE";
-    case 0x80070057UL: return "E_INVALIDARG";
-    case 0x8007000EUL: return "E_OUTOFMEMORY";
-    case 0x80004001UL: return "E_NOTIMPL";
-    case 0x80004002UL: return "E_NOINTERFACE";
-    case 0x80004003UL: return "E_POINTER";
-    case 0x80004005UL: return "E_FAIL";
-    case 0x8000FFFFUL: return "E_UNEXPECTED";
-    case 0x80070005UL: return "E_ACCESSDENIED";
-    case 0x8007007EUL: return "ERROR_MOD_NOT_FOUND";
-    case 0x887A0001UL: return "DXGI_ERROR_INVALID_CALL";
-    case 0x887A0002UL: return "DXGI_ERROR_NOT_FOUND";
-    case 0x887A0004UL: return "DXGI_ERROR_UNSUPPORTED";
-    case 0x887A0005UL: return "DXGI_ERROR_DEVICE_REMOVED";
-    case 0x887A0006UL: return "DXGI_ERROR_DEVICE_HUNG";
-    case 0x887A0007UL: return "DXGI_ERROR_DEVICE_RESET";
-    case 0x887A0020UL: return "DXGI_ERROR_DRIVER_INTERNAL_ERROR";
-    case 0x887A002DUL: return "DXGI_ERROR_SDK_COMPONENT_MISSING";
-    case 0x887E0003UL: return "D3D12_ERROR_INVALID_REDIST";
-    default: return nullptr;
-    }
-}
-
-static std::string hr_text(HRESULT hr) {
-    const char* name = hr_name(hr);
-    return name ? strf("%s (0x%08lX)", name, (unsigned long)hr) : strf("HRESULT 0x%08lX", (unsigned long)hr);
-}
-
-static bool is_device_loss(HRESULT hr) {
-    switch ((unsigned long)hr) {
-    case 0x887A0005UL: case 0x887A0006UL: case 0x887A0007UL: case 0x887A0020UL: return true;
-    default: return false;
-    }
-}
-
-static const char* const kTypeNames[] = {"UNKNOWN", "FLOAT32", "FLOAT16", "UINT32", "UINT16", "UINT8",
-                                         "INT32",   "INT16",   "INT8",    "FLOAT64", "UINT64", "INT64"};
-static const unsigned kTypeBytes[] = {0, 4, 2, 4, 2, 1, 4, 2, 1, 8, 8, 8};
-static const int kTypeCount = 11;
-
-static std::string level_label(unsigned level) {
-    return strf("%u_%u", (level >> 12) & 0xF, (level >> 8) & 0xF);
-}
-
-// The aggregate-returning methods, called through their vtable slots with MSVC's calling convention
-// (hidden result pointer after `this`), which is what DirectML.dll and d3d12.dll implement. mingw-w64
-// 10's ID3D12DescriptorHeap_Get*DescriptorHandleForHeapStart (and g++'s C++ member calls) return
-// such structs in a register instead, which reads garbage.
-template <class R>
-static R call_aggregate_getter(void* object, int slot) {
-    typedef R*(STDMETHODCALLTYPE * Fn)(void* self, R* result);
-    Fn fn = reinterpret_cast<Fn>((*reinterpret_cast<void***>(object))[slot]);
-    R result;
-    memset(&result, 0, sizeof result);
-    fn(object, &result);
-    return result;
-}
-
 static DML_BINDING_PROPERTIES binding_properties(IDMLDispatchable* d) {
-    return call_aggregate_getter<DML_BINDING_PROPERTIES>(d, 8);  // IDMLDispatchable::GetBindingProperties
+    return dmlh::call_aggregate_getter<DML_BINDING_PROPERTIES>(d, 8);  // IDMLDispatchable::GetBindingProperties
 }
 static D3D12_CPU_DESCRIPTOR_HANDLE heap_cpu_start(ID3D12DescriptorHeap* h) {
-    return call_aggregate_getter<D3D12_CPU_DESCRIPTOR_HANDLE>(h, 9);  // GetCPUDescriptorHandleForHeapStart
+    return dmlh::call_aggregate_getter<D3D12_CPU_DESCRIPTOR_HANDLE>(h, 9);  // GetCPUDescriptorHandleForHeapStart
 }
 static D3D12_GPU_DESCRIPTOR_HANDLE heap_gpu_start(ID3D12DescriptorHeap* h) {
-    return call_aggregate_getter<D3D12_GPU_DESCRIPTOR_HANDLE>(h, 10);  // GetGPUDescriptorHandleForHeapStart
+    return dmlh::call_aggregate_getter<D3D12_GPU_DESCRIPTOR_HANDLE>(h, 10);  // GetGPUDescriptorHandleForHeapStart
 }
 
 // ---------------------------------------------------------------------------------------------
 // Options.
 // ---------------------------------------------------------------------------------------------
-struct Options {
-    std::string dml_path;          // empty: DirectML.dll next to the exe, then the DLL search path
-    int adapter = 0;
-    bool warp = false;
-    bool debug_layer = false;
+struct Options : dmlh::DeviceOptions {  // DirectML.dll, adapter, debug layer: d3d12_device.h
     bool disable_metacommands = false;
     DWORD fence_timeout_ms = 60000;
     int poison = 0xCD;             // byte pre-filled into every output buffer; -1: none
@@ -284,248 +159,24 @@ static bool parse_options(int argc, char** argv, Options& o) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The device: D3D12 + DirectML, created once.
+// The device: D3D12 + DirectML (d3d12_device.cpp) and what the harness records on it, created once.
 // ---------------------------------------------------------------------------------------------
-struct Device {
+struct Device : dmlh::DmlDevice {
     Options opt;
-    HMODULE dml_module = nullptr;
-    std::string dml_path, dml_version;
-    Com<IDXGIAdapter1> adapter;
-    std::string adapter_name, driver_version;
-    Com<ID3D12Device> d3d;
-    Com<IDMLDevice> dml;
-    Com<ID3D12CommandQueue> queue;
     Com<ID3D12CommandAllocator> allocator;
     Com<ID3D12GraphicsCommandList> list;
     Com<ID3D12Fence> fence;
     UINT64 fence_value = 0;
     HANDLE event = nullptr;
     Com<IDMLCommandRecorder> recorder;
-    Com<ID3D12InfoQueue> info_queue;
-    unsigned feature_level = 0;
-    std::string feature_level_source;
-    bool type_supported[12] = {};
     DML_EXECUTION_FLAGS exec_flags = DML_EXECUTION_FLAG_NONE;
-    std::vector<std::pair<std::string, std::string>> extra;
 };
-
-static std::string file_version(const wchar_t* path) {
-    DWORD handle = 0, size = GetFileVersionInfoSizeW(path, &handle);
-    if (!size) return std::string();
-    std::vector<unsigned char> block(size);
-    VS_FIXEDFILEINFO* info = nullptr;
-    UINT len = 0;
-    if (!GetFileVersionInfoW(path, 0, size, block.data()) ||
-        !VerQueryValueW(block.data(), L"\\", reinterpret_cast<void**>(&info), &len) || !info || len < sizeof *info)
-        return std::string();
-    return strf("%u.%u.%u.%u", HIWORD(info->dwFileVersionMS), LOWORD(info->dwFileVersionMS),
-                HIWORD(info->dwFileVersionLS), LOWORD(info->dwFileVersionLS));
-}
-
-static std::string exe_dir() {
-    wchar_t path[MAX_PATH * 2];
-    DWORD n = GetModuleFileNameW(nullptr, path, DWORD(sizeof path / sizeof path[0]));
-    if (!n || n >= sizeof path / sizeof path[0]) return std::string();
-    std::wstring w(path, n);
-    size_t slash = w.find_last_of(L"\\/");
-    return slash == std::wstring::npos ? std::string() : utf8(w.substr(0, slash).c_str());
-}
-
-static std::wstring widen(const std::string& s) {
-    int n = MultiByteToWideChar(CP_UTF8, 0, s.c_str(), -1, nullptr, 0);
-    if (n <= 0) return std::wstring();
-    std::wstring w(size_t(n - 1), L'\0');
-    MultiByteToWideChar(CP_UTF8, 0, s.c_str(), -1, &w[0], n);
-    return w;
-}
-
-// Loads DirectML.dll; returns an error message or "".
-static std::string load_directml(Device& dev) {
-    std::vector<std::string> tries;
-    if (!dev.opt.dml_path.empty()) tries.push_back(dev.opt.dml_path);
-    else {
-        std::string dir = exe_dir();
-        if (!dir.empty()) tries.push_back(dir + "\\DirectML.dll");
-        tries.push_back("DirectML.dll");
-    }
-    std::string why;
-    for (const std::string& t : tries) {
-        std::wstring w = widen(t);
-        bool has_dir = t.find_first_of("\\/") != std::string::npos;
-        if (has_dir && GetFileAttributesW(w.c_str()) == INVALID_FILE_ATTRIBUTES) {
-            why += strf("%s%s: not found", why.empty() ? "" : "; ", t.c_str());
-            continue;
-        }
-        HMODULE m = has_dir ? LoadLibraryExW(w.c_str(), nullptr, LOAD_WITH_ALTERED_SEARCH_PATH) : LoadLibraryW(w.c_str());
-        if (!m) {
-            why += strf("%s%s: LoadLibrary error %lu", why.empty() ? "" : "; ", t.c_str(), GetLastError());
-            continue;
-        }
-        dev.dml_module = m;
-        wchar_t path[MAX_PATH * 2];
-        DWORD n = GetModuleFileNameW(m, path, DWORD(sizeof path / sizeof path[0]));
-        if (n && n < sizeof path / sizeof path[0]) {
-            dev.dml_path = utf8(path);
-            dev.dml_version = file_version(path);
-        } else {
-            dev.dml_path = t;
-        }
-        return std::string();
-    }
-    return "cannot load DirectML.dll (" + why + "); pass --dml PATH or put DirectML.dll next to the harness";
-}
-
-static void add_extra(Device& dev, const std::string& key, const std::string& value) {
-    dev.extra.emplace_back(key, value);
-}
 
 // Creates everything; returns an error message or "".
 static std::string init_device(Device& dev) {
-    std::string err = load_directml(dev);
+    std::string err = dmlh::create_dml_device(dev, dev.opt);
     if (!err.empty()) return err;
-    auto create1 = reinterpret_cast<PFN_DMLCreateDevice1>(
-        reinterpret_cast<void*>(GetProcAddress(dev.dml_module, "DMLCreateDevice1")));
-    auto create0 = reinterpret_cast<PFN_DMLCreateDevice>(
-        reinterpret_cast<void*>(GetProcAddress(dev.dml_module, "DMLCreateDevice")));
-    if (!create1 && !create0) return dev.dml_path + " exports neither DMLCreateDevice1 nor DMLCreateDevice";
-
-    // Debug layer first: it must be on before the D3D12 device exists.
-    std::string d3d_debug = "off";
-    if (dev.opt.debug_layer) {
-        Com<ID3D12Debug> debug;
-        HRESULT hr = D3D12GetDebugInterface(__uuidof(ID3D12Debug), debug.put());
-        if (SUCCEEDED(hr) && debug) {
-            debug->EnableDebugLayer();
-            d3d_debug = "on";
-        } else {
-            d3d_debug = "unavailable (D3D12GetDebugInterface: " + hr_text(hr) + ")";
-        }
-    }
-
-    Com<IDXGIFactory4> factory;
-    HRESULT hr = CreateDXGIFactory1(__uuidof(IDXGIFactory4), factory.put());
-    if (FAILED(hr)) return "CreateDXGIFactory1(IDXGIFactory4): " + hr_text(hr);
-    if (dev.opt.warp) hr = factory->EnumWarpAdapter(__uuidof(IDXGIAdapter1), dev.adapter.put());
-    else hr = factory->EnumAdapters1(UINT(dev.opt.adapter), dev.adapter.put_typed());
-    if (FAILED(hr))
-        return dev.opt.warp ? "IDXGIFactory4::EnumWarpAdapter: " + hr_text(hr)
-                            : strf("IDXGIFactory1::EnumAdapters1(%d): ", dev.opt.adapter) + hr_text(hr);
-    DXGI_ADAPTER_DESC1 desc;
-    memset(&desc, 0, sizeof desc);
-    hr = dev.adapter->GetDesc1(&desc);
-    if (SUCCEEDED(hr)) {
-        dev.adapter_name = utf8(desc.Description);
-        add_extra(dev, "adapter_source", dev.opt.warp ? "IDXGIFactory4::EnumWarpAdapter + IDXGIAdapter1::GetDesc1"
-                                                      : strf("IDXGIFactory1::EnumAdapters1(%d) + IDXGIAdapter1::GetDesc1",
-                                                             dev.opt.adapter));
-        add_extra(dev, "adapter_vendor_device", strf("%04X:%04X", desc.VendorId, desc.DeviceId));
-        add_extra(dev, "adapter_luid", strf("%08lX:%08lX", (unsigned long)desc.AdapterLuid.HighPart,
-                                            (unsigned long)desc.AdapterLuid.LowPart));
-        add_extra(dev, "adapter_software", (desc.Flags & DXGI_ADAPTER_FLAG_SOFTWARE) ? "yes" : "no");
-        add_extra(dev, "adapter_dedicated_video_memory_mib",
-                  strf("%llu", (unsigned long long)(desc.DedicatedVideoMemory >> 20)));
-    } else {
-        dev.adapter_name = "unknown adapter (IDXGIAdapter1::GetDesc1: " + hr_text(hr) + ")";
-    }
-    LARGE_INTEGER umd;
-    umd.QuadPart = 0;
-    hr = dev.adapter->CheckInterfaceSupport(__uuidof(IDXGIDevice), &umd);
-    if (SUCCEEDED(hr))
-        dev.driver_version = strf("%u.%u.%u.%u", HIWORD(umd.HighPart), LOWORD(umd.HighPart), HIWORD(umd.LowPart),
-                                  LOWORD(umd.LowPart));
-    else
-        dev.driver_version = "unknown (IDXGIAdapter::CheckInterfaceSupport(IDXGIDevice): " + hr_text(hr) + ")";
-
-    hr = D3D12CreateDevice(dev.adapter.get(), D3D_FEATURE_LEVEL_11_0, __uuidof(ID3D12Device), dev.d3d.put());
-    if (FAILED(hr)) return "D3D12CreateDevice(feature level 11_0): " + hr_text(hr);
-
-    // D3D facts for `extra`.
-    D3D_FEATURE_LEVEL levels[] = {D3D_FEATURE_LEVEL_11_0, D3D_FEATURE_LEVEL_11_1, D3D_FEATURE_LEVEL_12_0,
-                                  D3D_FEATURE_LEVEL_12_1};
-    D3D12_FEATURE_DATA_FEATURE_LEVELS fl = {UINT(sizeof levels / sizeof levels[0]), levels, D3D_FEATURE_LEVEL_11_0};
-    hr = dev.d3d->CheckFeatureSupport(D3D12_FEATURE_FEATURE_LEVELS, &fl, sizeof fl);
-    add_extra(dev, "d3d_feature_level",
-              SUCCEEDED(hr) ? strf("%u_%u", (unsigned(fl.MaxSupportedFeatureLevel) >> 12) & 0xF,
-                                   (unsigned(fl.MaxSupportedFeatureLevel) >> 8) & 0xF)
-                            : "unknown (" + hr_text(hr) + ")");
-    static const unsigned shader_models[] = {0x68, 0x67, 0x66, 0x65, 0x64, 0x63, 0x62, 0x61, 0x60, 0x51};
-    for (unsigned sm : shader_models) {  // a runtime that does not know a model rejects the query
-        D3D12_FEATURE_DATA_SHADER_MODEL data = {D3D_SHADER_MODEL(sm)};
-        if (SUCCEEDED(dev.d3d->CheckFeatureSupport(D3D12_FEATURE_SHADER_MODEL, &data, sizeof data))) {
-            add_extra(dev, "d3d_shader_model", strf("%u_%u", (unsigned(data.HighestShaderModel) >> 4) & 0xF,
-                                                    unsigned(data.HighestShaderModel) & 0xF));
-            break;
-        }
-    }
-
-    DML_CREATE_DEVICE_FLAGS flags = dev.opt.debug_layer ? DML_CREATE_DEVICE_FLAG_DEBUG : DML_CREATE_DEVICE_FLAG_NONE;
-    std::string dml_debug = "off";
-    auto create = [&](DML_CREATE_DEVICE_FLAGS f) -> HRESULT {
-        return create1 ? create1(dev.d3d.get(), f, DML_FEATURE_LEVEL_1_0, DMLH_IID(IDMLDevice), dev.dml.put())
-                       : create0(dev.d3d.get(), f, DMLH_IID(IDMLDevice), dev.dml.put());
-    };
-    hr = create(flags);
-    if (FAILED(hr) && flags != DML_CREATE_DEVICE_FLAG_NONE) {
-        dml_debug = "unavailable (DML_CREATE_DEVICE_FLAG_DEBUG: " + hr_text(hr) +
-                    "; DirectML.Debug.dll must sit next to DirectML.dll)";
-        log_line("DirectML debug layer unavailable (%s); continuing without it", hr_text(hr).c_str());
-        hr = create(DML_CREATE_DEVICE_FLAG_NONE);
-    } else if (SUCCEEDED(hr) && flags != DML_CREATE_DEVICE_FLAG_NONE) {
-        dml_debug = "on";
-    }
-    if (FAILED(hr))
-        return std::string(create1 ? "DMLCreateDevice1(minimum 1_0)" : "DMLCreateDevice") + ": " + hr_text(hr);
-    add_extra(dev, "dml_create_device", create1 ? "DMLCreateDevice1 (minimum feature level 1_0)" : "DMLCreateDevice");
-
-    // Feature level: ask DirectML. A DLL older than the header may reject levels it does not know,
-    // so the list is shortened from the top until the query succeeds.
-    static const DML_FEATURE_LEVEL all_levels[] = {
-        DML_FEATURE_LEVEL_1_0, DML_FEATURE_LEVEL_2_0, DML_FEATURE_LEVEL_2_1, DML_FEATURE_LEVEL_3_0,
-        DML_FEATURE_LEVEL_3_1, DML_FEATURE_LEVEL_4_0, DML_FEATURE_LEVEL_4_1, DML_FEATURE_LEVEL_5_0,
-        DML_FEATURE_LEVEL_5_1, DML_FEATURE_LEVEL_5_2, DML_FEATURE_LEVEL_6_0, DML_FEATURE_LEVEL_6_1,
-#if DML_TARGET_VERSION >= 0x6200
-        DML_FEATURE_LEVEL_6_2,
-#endif
-#if DML_TARGET_VERSION >= 0x6300
-        DML_FEATURE_LEVEL_6_3,
-#endif
-#if DML_TARGET_VERSION >= 0x6400
-        DML_FEATURE_LEVEL_6_4,
-#endif
-    };
-    UINT count = UINT(sizeof all_levels / sizeof all_levels[0]);
-    for (; count > 0; count--) {
-        DML_FEATURE_QUERY_FEATURE_LEVELS query = {count, all_levels};
-        DML_FEATURE_DATA_FEATURE_LEVELS data;
-        memset(&data, 0, sizeof data);
-        hr = dev.dml->CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS, sizeof query, &query, sizeof data, &data);
-        if (SUCCEEDED(hr)) {
-            dev.feature_level = unsigned(data.MaxSupportedFeatureLevel);
-            dev.feature_level_source = strf("IDMLDevice::CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS) over "
-                                            "1_0..%s", level_label(unsigned(all_levels[count - 1])).c_str());
-            break;
-        }
-    }
-    if (!dev.feature_level) return "IDMLDevice::CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS): " + hr_text(hr);
-
-    std::string types;
-    for (int t = 1; t <= kTypeCount; t++) {
-        DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT query = {DML_TENSOR_DATA_TYPE(t)};
-        DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT data;
-        memset(&data, 0, sizeof data);
-        hr = dev.dml->CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof query, &query, sizeof data,
-                                          &data);
-        dev.type_supported[t] = SUCCEEDED(hr) && data.IsSupported;
-        if (dev.type_supported[t]) types += std::string(types.empty() ? "" : ", ") + kTypeNames[t];
-        else if (FAILED(hr)) log_line("DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT(%s): %s", kTypeNames[t], hr_text(hr).c_str());
-    }
-    add_extra(dev, "dml_tensor_data_types", types + " (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)");
-
-    D3D12_COMMAND_QUEUE_DESC qd;
-    memset(&qd, 0, sizeof qd);
-    qd.Type = D3D12_COMMAND_LIST_TYPE_DIRECT;
-    if (FAILED(hr = dev.d3d->CreateCommandQueue(&qd, __uuidof(ID3D12CommandQueue), dev.queue.put())))
-        return "ID3D12Device::CreateCommandQueue: " + hr_text(hr);
+    HRESULT hr;
     if (FAILED(hr = dev.d3d->CreateCommandAllocator(D3D12_COMMAND_LIST_TYPE_DIRECT, __uuidof(ID3D12CommandAllocator),
                                                     dev.allocator.put())))
         return "ID3D12Device::CreateCommandAllocator: " + hr_text(hr);
@@ -539,30 +190,12 @@ static std::string init_device(Device& dev) {
     if (!dev.event) return strf("CreateEvent: error %lu", GetLastError());
     if (FAILED(hr = dev.dml->CreateCommandRecorder(DMLH_IID(IDMLCommandRecorder), dev.recorder.put())))
         return "IDMLDevice::CreateCommandRecorder: " + hr_text(hr);
-    if (dev.opt.debug_layer && FAILED(dev.d3d->QueryInterface(__uuidof(ID3D12InfoQueue), dev.info_queue.put())))
-        dev.info_queue.reset();
 
     if (dev.opt.disable_metacommands) dev.exec_flags = DML_EXECUTION_FLAG_DISABLE_META_COMMANDS;
-    add_extra(dev, "dml_execution_flags", dev.opt.disable_metacommands ? "DML_EXECUTION_FLAG_DISABLE_META_COMMANDS"
-                                                                        : "DML_EXECUTION_FLAG_NONE");
-    add_extra(dev, "d3d12_debug_layer", d3d_debug);
-    add_extra(dev, "dml_debug_layer", dml_debug);
-    add_extra(dev, "dml_info_queue", dev.info_queue ? "ID3D12InfoQueue (messages quoted in refusals)" : "none");
-    add_extra(dev, "directml_dll", dev.dml_path);
-    add_extra(dev, "output_poison", dev.opt.poison < 0 ? "none" : strf("0x%02X per byte", dev.opt.poison));
-    add_extra(dev, "fence_timeout_ms", strf("%lu", (unsigned long)dev.opt.fence_timeout_ms));
-    add_extra(dev, "headers", DMLH_HEADERS);
-#if defined(__MINGW32__)
-    add_extra(dev, "compiler", strf("mingw-w64 g++ %d.%d.%d", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__));
-#elif defined(_MSC_VER)
-    add_extra(dev, "compiler", strf("MSVC %d", _MSC_VER));
-#endif
-    typedef const char*(CDECL * WineGetVersion)(void);
-    HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
-    auto wine_version =
-        ntdll ? reinterpret_cast<WineGetVersion>(reinterpret_cast<void*>(GetProcAddress(ntdll, "wine_get_version")))
-              : nullptr;
-    if (wine_version) add_extra(dev, "wine", wine_version());
+    dev.add_extra("dml_execution_flags", dev.opt.disable_metacommands ? "DML_EXECUTION_FLAG_DISABLE_META_COMMANDS"
+                                                                       : "DML_EXECUTION_FLAG_NONE");
+    dev.add_extra("output_poison", dev.opt.poison < 0 ? "none" : strf("0x%02X per byte", dev.opt.poison));
+    dev.add_extra("fence_timeout_ms", strf("%lu", (unsigned long)dev.opt.fence_timeout_ms));
     return std::string();
 }
 
@@ -1580,29 +1213,15 @@ static void handle_run(Device& dev, const dmlh::Frame& frame, const std::string&
 }
 
 // ---------------------------------------------------------------------------------------------
-// main: stdout becomes frames-only, the device comes up, then the request loop.
+// main: stdout becomes frames-only (protocol.h), the device comes up, then the request loop.
 // ---------------------------------------------------------------------------------------------
-static void claim_stdout() {
-    _setmode(_fileno(stdin), _O_BINARY);
-    _setmode(_fileno(stdout), _O_BINARY);
-    fflush(stdout);
-    int frames_fd = _dup(_fileno(stdout));
-    if (frames_fd >= 0 && _dup2(_fileno(stderr), _fileno(stdout)) == 0) {
-        g_frames = _fdopen(frames_fd, "wb");
-        SetStdHandle(STD_OUTPUT_HANDLE, GetStdHandle(STD_ERROR_HANDLE));
-    }
-    if (!g_frames) g_frames = stdout;  // could not split: stdout stays the frame stream
-    _setmode(_fileno(g_frames), _O_BINARY);
-    setvbuf(g_frames, nullptr, _IOFBF, 1 << 16);
-}
-
 static void send_error_and_exit(const std::string& message, int code) {
     send_frame("{\"type\":\"error\",\"message\":" + dmlh::json_string(message) + "}", nullptr, 0);
     exit(code);
 }
 
 int main(int argc, char** argv) {
-    claim_stdout();
+    g_frames = dmlh::claim_stdout_for_frames();
     Device dev;
     if (!parse_options(argc, argv, dev.opt)) return 2;
     std::string init_error = init_device(dev);

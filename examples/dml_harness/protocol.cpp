@@ -7,6 +7,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(_WIN32)
+#include <fcntl.h>
+#include <io.h>
+#include <windows.h>
+#else
+#include <unistd.h>
+#endif
+
 namespace dmlh {
 
 const JValue* JValue::get(const char* key) const {
@@ -290,6 +298,28 @@ bool write_frame(FILE* out, const std::string& header, const void* payload, uint
     return fwrite(prefix, 1, sizeof prefix, out) == sizeof prefix &&
            fwrite(header.data(), 1, header.size(), out) == header.size() &&
            (payload_len == 0 || fwrite(payload, 1, size_t(payload_len), out) == payload_len) && fflush(out) == 0;
+}
+
+FILE* claim_stdout_for_frames() {
+    fflush(stdout);
+    FILE* frames = nullptr;
+#if defined(_WIN32)
+    _setmode(_fileno(stdin), _O_BINARY);
+    _setmode(_fileno(stdout), _O_BINARY);
+    int frames_fd = _dup(_fileno(stdout));
+    if (frames_fd >= 0 && _dup2(_fileno(stderr), _fileno(stdout)) == 0) {
+        frames = _fdopen(frames_fd, "wb");
+        SetStdHandle(STD_OUTPUT_HANDLE, GetStdHandle(STD_ERROR_HANDLE));
+    }
+    if (!frames) frames = stdout;  // could not split: stdout stays the frame stream
+    _setmode(_fileno(frames), _O_BINARY);
+#else
+    int frames_fd = dup(fileno(stdout));
+    if (frames_fd >= 0 && dup2(fileno(stderr), fileno(stdout)) >= 0) frames = fdopen(frames_fd, "wb");
+    if (!frames) frames = stdout;
+#endif
+    setvbuf(frames, nullptr, _IOFBF, 1 << 16);
+    return frames;
 }
 
 }  // namespace dmlh

@@ -1,5 +1,6 @@
 // protocol.h - the frame protocol of docs/native-harness.md: a minimal JSON reader, frame I/O and a
-// JSON writer for replies. No Windows or DirectML dependencies (it builds on any C++17 compiler).
+// JSON writer for replies. No DirectML dependencies (it builds on any C++17 compiler; the stdout split uses
+// the C runtime's descriptor calls, io.h on Windows and unistd.h elsewhere).
 #pragma once
 
 #include <cstdint>
@@ -57,5 +58,10 @@ ReadStatus read_frame(FILE* in, Frame& frame, std::string& error);
 
 // Writes one frame and flushes; returns false when the reader went away.
 bool write_frame(FILE* out, const std::string& header, const void* payload, uint64_t payload_len);
+
+// stdout carries frames only: moves the real stdout to a private descriptor and returns it as the frame stream,
+// pointing descriptor 1 (and, on Windows, STD_OUTPUT_HANDLE) at stderr, so that text a library prints can never
+// corrupt the stream. stdin and the frame stream are switched to binary mode.
+FILE* claim_stdout_for_frames();
 
 }  // namespace dmlh

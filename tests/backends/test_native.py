@@ -66,7 +66,7 @@ def test_handshake_fills_backend_info() -> None:
     assert info.name == "native" and info.feature_level.label == "6_4"
     assert info.device == "cpu (reference)" and "dmlconform.harness" in info.version
     assert info.extra["harness"] == HARNESS and "SLICE_GRAD" in info.extra["operators"]
-    assert backend._process is None  # closed
+    assert not backend.harness.running  # closed
 
 
 @pytest.mark.slow

@@ -69,9 +69,17 @@ def backend() -> orb.OnnxRuntimeBackend:
     return orb.OnnxRuntimeBackend(ort, orb.choose_provider("cpu", ort.get_available_providers()))
 
 
-def check(backend: orb.OnnxRuntimeBackend, case: Case) -> None:
+def check(backend: orb.OnnxRuntimeBackend, case: Case, construction: str | None = None) -> None:
+    """The case passes on the CPU EP, built with `construction` (default: the operator's default one)."""
+    if construction is not None:
+        backend = orb.OnnxRuntimeBackend(backend.runner, constructions={case.op.name: construction})
+        assert graphs.construction_for(case.op.name, "cpu", construction).name == construction
     result = run_case(case, backend, HIGHEST)
     assert result.status is Status.PASS, f"{case.op.name} {case.dtype.name} {case.rank}-D: {result.message}"
+
+
+def constructions_of(op_name: str) -> list[str]:
+    return [c.name for c in graphs.CONSTRUCTIONS[op_name]]
 
 
 def dtypes_of(op_name: str) -> list[DataType]:
@@ -106,6 +114,8 @@ def test_gpu_providers_never_fall_back_to_the_cpu(ep: str, available: list[str])
     assert choice.config == {"session.disable_cpu_ep_fallback": "1"}
     options = orb.session_options(ort, choice)  # the SessionOptions really passed to InferenceSession
     assert options.get_session_config_entry("session.disable_cpu_ep_fallback") == "1"
+    if choice.key == "dml":  # what the DirectML EP's documentation requires
+        assert not options.enable_mem_pattern and options.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL
 
 
 def test_cuda_computes_float32_without_tf32() -> None:
@@ -127,8 +137,22 @@ def test_factory_uses_the_available_provider_list(monkeypatch: pytest.MonkeyPatc
     assert info.extra["directml"] == "1.15.4"  # onnxruntime >= 1.21 ships DirectML 1.15.4
     assert info.feature_level is FeatureLevel.L6_4 and "DirectML 1.15.4" in info.feature_level_source
     monkeypatch.setattr(ort, "get_available_providers", lambda: [CPU])
-    with pytest.raises(RuntimeError, match="DmlExecutionProvider is not available"):
+    with pytest.raises(RuntimeError, match="CUDAExecutionProvider is not available"):
+        create_backend("onnxruntime", BackendOptions(ep="cuda"))
+
+
+def test_dml_without_the_provider_needs_an_onnx_model_host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Where onnxruntime has no DirectML EP (Linux), --ep dml runs in the ONNX model host; without one, a usage error
+    that says how to get it."""
+    monkeypatch.setattr(ort, "get_available_providers", lambda: [CPU])
+    monkeypatch.setattr(orb, "BUNDLED_HOST", tmp_path / "missing.sh")
+    monkeypatch.delenv(orb.HOST_ENV, raising=False)
+    with pytest.raises(RuntimeError, match="no ONNX model host") as info:
         create_backend("onnxruntime", BackendOptions(ep="dml"))
+    assert "--harness" in str(info.value) and "\n" not in str(info.value)
+    assert orb.host_command(BackendOptions(ep="dml"), {orb.HOST_ENV: "my-host"}) == "my-host"
+    assert orb.host_command(BackendOptions(ep="cpu", harness="h --x"), {}) == "h --x"
+    assert orb.host_command(BackendOptions(ep="cpu"), {}) is None  # in-process
 
 
 def test_cli_reports_a_missing_provider_with_exit_2() -> None:
@@ -200,9 +224,10 @@ def test_relu_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, rank: int) 
     check(backend, make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": x, "InputGradientTensor": dy}, shape))
 
 
+@pytest.mark.parametrize("construction", constructions_of("ELEMENT_WISE_CLIP_GRAD1"))
 @pytest.mark.parametrize("dtype", dtypes_of("ELEMENT_WISE_CLIP_GRAD1"), ids=lambda d: d.name)
 @pytest.mark.parametrize("rank", [1, 4, 8])
-def test_clip_grad1(backend: orb.OnnxRuntimeBackend, dtype: DataType, rank: int) -> None:
+def test_clip_grad1(backend: orb.OnnxRuntimeBackend, dtype: DataType, rank: int, construction: str) -> None:
     rng = np.random.default_rng(rank)
     shape = (2, 3, 1, 2, 1, 2, 1, 1)[:rank] if rank > 1 else (12,)
     x, dy = random_data(rng, dtype, shape), random_data(rng, dtype, shape)
@@ -215,7 +240,7 @@ def test_clip_grad1(backend: orb.OnnxRuntimeBackend, dtype: DataType, rank: int)
         x.reshape(-1)[:2] = [low, high]
     case = make_case("ELEMENT_WISE_CLIP_GRAD1", {"Min": low, "Max": high},
                      {"InputTensor": x, "InputGradientTensor": dy}, shape)
-    check(backend, case)
+    check(backend, case, construction)
 
 
 SLICE_GEOMETRIES = [  # (dX shape, offsets, sizes, strides)
@@ -226,9 +251,10 @@ SLICE_GEOMETRIES = [  # (dX shape, offsets, sizes, strides)
 ]
 
 
+@pytest.mark.parametrize("construction", constructions_of("SLICE_GRAD"))
 @pytest.mark.parametrize("dtype", dtypes_of("SLICE_GRAD"), ids=lambda d: d.name)
 @pytest.mark.parametrize("geometry", SLICE_GEOMETRIES, ids=lambda g: f"{len(g[0])}d")
-def test_slice_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, geometry: tuple) -> None:
+def test_slice_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, geometry: tuple, construction: str) -> None:
     shape, offsets, sizes, strides = geometry
     dy_shape = tuple(1 + (size - 1) // abs(stride) for size, stride in zip(sizes, strides, strict=True))
     if len(shape) == 2:
@@ -236,7 +262,7 @@ def test_slice_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, geometry: 
     dy = random_data(np.random.default_rng(len(shape)), dtype, dy_shape)
     params = {"InputWindowOffsets": list(offsets), "InputWindowSizes": list(sizes),
               "InputWindowStrides": list(strides)}
-    check(backend, make_case("SLICE_GRAD", params, {"InputGradientTensor": dy}, shape))
+    check(backend, make_case("SLICE_GRAD", params, {"InputGradientTensor": dy}, shape), construction)
 
 
 POOL_GEOMETRIES = [  # (X shape, window, strides, start pad, end pad, dilations)
@@ -248,10 +274,12 @@ POOL_GEOMETRIES = [  # (X shape, window, strides, start pad, end pad, dilations)
 ]
 
 
+@pytest.mark.parametrize("construction", constructions_of("MAX_POOLING_GRAD"))
 @pytest.mark.parametrize("dtype", dtypes_of("MAX_POOLING_GRAD"), ids=lambda d: d.name)
 @pytest.mark.parametrize("geometry", POOL_GEOMETRIES, ids=lambda g: f"{len(g[0])}d-{g[1]}-{g[3]}")
 @pytest.mark.parametrize("ties", [False, True])
-def test_max_pooling_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, geometry: tuple, ties: bool) -> None:
+def test_max_pooling_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, geometry: tuple, ties: bool,
+                          construction: str) -> None:
     shape, window, strides, start, end, dilations = geometry
     rng = np.random.default_rng(len(shape))
     x = (rng.integers(0, 3, size=shape).astype(dtype.numpy) if ties
@@ -261,15 +289,19 @@ def test_max_pooling_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, geom
     dy = random_data(rng, dtype, shape[:2] + out, special=False)
     params = {"Strides": list(strides), "WindowSize": list(window), "StartPadding": list(start),
               "EndPadding": list(end), "Dilations": list(dilations)}
-    check(backend, make_case("MAX_POOLING_GRAD", params, {"InputTensor": x, "InputGradientTensor": dy}, shape))
+    check(backend, make_case("MAX_POOLING_GRAD", params, {"InputTensor": x, "InputGradientTensor": dy}, shape),
+          construction)
 
 
-def test_max_pooling_grad_native_nan_rule_is_the_reference_default(backend: orb.OnnxRuntimeBackend) -> None:
+@pytest.mark.parametrize("construction", constructions_of("MAX_POOLING_GRAD"))
+def test_max_pooling_grad_native_nan_rule_is_the_reference_default(backend: orb.OnnxRuntimeBackend,
+                                                                   construction: str) -> None:
     x = np.array([np.nan, np.nan, 1, np.nan, 2, 0], np.float32).reshape(1, 1, 1, 6)
     dy = np.arange(1, 6, dtype=np.float32).reshape(1, 1, 1, 5)
     params = {"Strides": [1, 1], "WindowSize": [1, 2], "StartPadding": [0, 0], "EndPadding": [0, 0],
               "Dilations": [1, 1]}
-    check(backend, make_case("MAX_POOLING_GRAD", params, {"InputTensor": x, "InputGradientTensor": dy}, x.shape))
+    check(backend, make_case("MAX_POOLING_GRAD", params, {"InputTensor": x, "InputGradientTensor": dy}, x.shape),
+          construction)
 
 
 RESAMPLE_GEOMETRIES = [  # (dX shape, dY shape, scales, input offsets, output offsets)
@@ -291,6 +323,23 @@ def test_resample_grad1(backend: orb.OnnxRuntimeBackend, dtype: DataType, geomet
     params = {"InterpolationMode": mode, "RoundingDirection": rounding, "Scales": list(scales),
               "InputPixelOffsets": list(ipo), "OutputPixelOffsets": list(opo)}
     check(backend, make_case("RESAMPLE_GRAD1", params, {"InputGradientTensor": dy}, dx_shape))
+
+
+@pytest.mark.parametrize("construction", constructions_of("RESAMPLE_GRAD1"))
+@pytest.mark.parametrize("geometry", RESAMPLE_GEOMETRIES, ids=lambda g: f"{len(g[0])}d")
+@pytest.mark.parametrize("mode", ["NEAREST_NEIGHBOR", "LINEAR"])
+def test_resample_grad1_with_nan_and_inf_in_every_construction(backend: orb.OnnxRuntimeBackend, geometry: tuple,
+                                                               mode: str, construction: str) -> None:
+    """The sparse path of each construction (the matmul-only one reshapes every axis pass to 4-D) on every
+    geometry: NaN and infinities reach exactly the elements they contribute to."""
+    dx_shape, dy_shape, scales, ipo, opo = geometry
+    dy = random_data(np.random.default_rng(7 + len(dx_shape)), DataType.FLOAT32, dy_shape, special=False)
+    dy.reshape(-1)[[0, -1]] = [np.nan, np.inf]
+    params = {"InterpolationMode": mode, "RoundingDirection": "DECREASING", "Scales": list(scales),
+              "InputPixelOffsets": list(ipo), "OutputPixelOffsets": list(opo)}
+    case = make_case("RESAMPLE_GRAD1", params, {"InputGradientTensor": dy}, dx_shape)
+    assert graphs.data_path(case.description, case.inputs) == "sparse"
+    check(backend, case, construction)
 
 
 @pytest.mark.parametrize(("n_in", "scale"), [(5, 2.0), (6, 0.5), (4, 1.5), (7, 3.0)])
@@ -328,17 +377,19 @@ def test_invalid_case_is_refused_before_any_graph(backend: orb.OnnxRuntimeBacken
     assert run_case(case, fresh, HIGHEST).status is Status.INVALID_OK
 
 
+@pytest.mark.parametrize("construction", constructions_of("RESAMPLE_GRAD1"))
 @pytest.mark.parametrize("dtype", dtypes_of("RESAMPLE_GRAD1"), ids=lambda d: d.name)
-def test_non_finite_resample_gradient_takes_the_sparse_path(backend: orb.OnnxRuntimeBackend, dtype: DataType
-                                                             ) -> None:
+def test_non_finite_resample_gradient_takes_the_sparse_path(backend: orb.OnnxRuntimeBackend, dtype: DataType,
+                                                             construction: str) -> None:
     """A dense MatMul would spread 0 * Inf; the Gather/Where/ReduceSum path keeps NaN and Inf where they belong."""
     dy = np.array([[1, np.inf, 2, 3], [np.nan, 1, 2, -np.inf]], dtype.numpy)
     params = {"InterpolationMode": "LINEAR", "RoundingDirection": "DECREASING", "Scales": [1.0, 2.0],
               "InputPixelOffsets": [0.0, 0.5], "OutputPixelOffsets": [0.0, -0.5]}
     case = make_case("RESAMPLE_GRAD1", params, {"InputGradientTensor": dy}, (2, 2))
     assert graphs.data_path(case.description, case.inputs) == "sparse"
-    check(backend, case)
-    assert np.isfinite(backend.run(case).outputs["OutputGradientTensor"]).sum() == 0  # every dX element is hit
+    check(backend, case, construction)
+    built = orb.OnnxRuntimeBackend(backend.runner, constructions={case.op.name: construction})
+    assert np.isfinite(built.run(case).outputs["OutputGradientTensor"]).sum() == 0  # every dX element is hit
 
 
 def test_sparse_and_dense_resample_paths_agree_on_finite_data(backend: orb.OnnxRuntimeBackend) -> None:
@@ -347,11 +398,12 @@ def test_sparse_and_dense_resample_paths_agree_on_finite_data(backend: orb.OnnxR
               "InputPixelOffsets": [0.0, 0.5, 0.5], "OutputPixelOffsets": [0.0, -0.5, -0.5]}
     case = make_case("RESAMPLE_GRAD1", params, {"InputGradientTensor": dy}, (3, 4, 9))
     results = []
-    for path in ("dense", "sparse"):
-        graph = graphs.build_graph(case.description, None, path)
+    for path, construction in (("dense", None), ("sparse", "matmul"), ("sparse", "matmul-only")):
+        graph = graphs.build_graph(case.description, None, path, construction)
         session = ort.InferenceSession(graph.model.SerializeToString(), providers=[CPU])
         results.append(session.run(None, {"InputGradientTensor": dy})[0])
-    np.testing.assert_allclose(results[0], results[1], rtol=1e-6, atol=1e-6)
+    for result in results[1:]:
+        np.testing.assert_allclose(results[0], result, rtol=1e-6, atol=1e-6)
 
 
 def test_nan_with_pads_past_the_window_follows_a_candidate(backend: orb.OnnxRuntimeBackend) -> None:
@@ -406,7 +458,8 @@ def _failing_session(kind: str, message: str) -> Callable[..., Any]:
     ("RuntimeException", "device removed", Status.ERROR)])
 def test_provider_failures_are_mapped(kind: str, message: str, status: Status) -> None:
     fake = type("FakeOrt", (), {"InferenceSession": staticmethod(_failing_session(kind, message)),
-                                "SessionOptions": ort.SessionOptions, "__version__": ort.__version__})
+                                "SessionOptions": ort.SessionOptions, "ExecutionMode": ort.ExecutionMode,
+                                "__version__": ort.__version__})
     gpu = orb.OnnxRuntimeBackend(fake, orb.choose_provider("dml", [DML]))  # type: ignore[arg-type]
     case = make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": np.ones(2, np.float32),
                                                  "InputGradientTensor": np.ones(2, np.float32)}, (2,))
@@ -424,7 +477,8 @@ def test_a_wrong_graph_result_is_caught(monkeypatch: pytest.MonkeyPatch, backend
         keep = b.op("GreaterOrEqual", [x, b.zero(dtype)])
         return b.finish(b.op("Where", [keep, dy, b.zero(dtype)]), dtype, shape, "wrong on purpose")
 
-    monkeypatch.setitem(graphs.BUILDERS, "ACTIVATION_RELU_GRAD", wrong)
+    monkeypatch.setitem(graphs.CONSTRUCTIONS, "ACTIVATION_RELU_GRAD",
+                        (graphs.Construction("wrong", lambda desc, variant, path: wrong(desc), "wrong on purpose"),))
     fresh = orb.OnnxRuntimeBackend(ort, backend.choice)
     case = make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": np.array([-1, 0, 2], np.float32),
                                                  "InputGradientTensor": np.array([5, 6, 7], np.float32)}, (3,))
@@ -448,3 +502,27 @@ def test_bundled_seed_suite_passes() -> None:
     seed = Path(__file__).parents[2] / "test_vectors" / "seed"
     result = CliRunner().invoke(main, ["run", "--backend", "onnxruntime", "--ep", "cpu", str(seed)])
     assert result.exit_code == 0, result.output
+
+
+def test_the_directml_constructions_keep_every_tensor_within_eight_dimensions() -> None:
+    """DirectML takes tensors of at most 8 dimensions (DML_TENSOR_DIMENSION_COUNT_MAX1): on the smoke tier's
+    highest-rank cases, no value of a graph built for the DirectML EP has more (ONNX shape inference)."""
+    from onnx import shape_inference
+
+    from dmlconform.cli.common import bundled_suites
+    from dmlconform.suite.loader import load_paths
+    from dmlconform.suite.tiers import Tier
+
+    cases = [c for c in load_paths([bundled_suites()], tier=Tier.SMOKE) if not c.expect_invalid]
+    highest: dict[tuple[str, DataType], Case] = {}
+    for case in cases:
+        key = (case.op.name, case.dtype)
+        if key not in highest or case.rank > highest[key].rank:
+            highest[key] = case
+    assert max(case.rank for case in highest.values()) == 8
+    for case in highest.values():
+        graph = graphs.build_graph(case.description, None, graphs.data_path(case.description, case.inputs), ep="dml")
+        inferred = shape_inference.infer_shapes(graph.model, strict_mode=True).graph
+        ranks = {value.name: len(value.type.tensor_type.shape.dim)
+                 for value in [*inferred.value_info, *inferred.output, *inferred.input]}
+        assert max(ranks.values()) <= 8, f"{case.full_id}: {max(ranks, key=ranks.get)} has {max(ranks.values())}"

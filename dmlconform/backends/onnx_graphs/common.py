@@ -7,7 +7,7 @@ Only standard ONNX operators are used (the stock wheels have no training gradien
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +94,8 @@ class GraphBuilder:
     def op_multi(self, op_type: str, inputs: Sequence[str], outputs: int, hint: str | None = None,
                  **attrs: Any) -> list[str]:
         names = [self.fresh(hint or op_type.lower()) for _ in range(outputs)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), names, **attrs))
+        # A node is named after its first output, so that an execution provider's placement log names it.
+        self.nodes.append(helper.make_node(op_type, list(inputs), names, name=names[0], **attrs))
         return names
 
     def cast(self, value: str, to: DataType | int) -> str:
@@ -102,13 +103,15 @@ class GraphBuilder:
         return self.op("Cast", [value], "cast", to=target)
 
     def finish(self, output: str, dtype: DataType, shape: Sequence[int], recipe: str,
-               check_inputs: Callable[[dict[str, np.ndarray]], str | None] | None = None) -> Graph:
-        """The model (IR 10, opset 21) whose single output is `output`, named OutputGradientTensor."""
-        self.nodes.append(helper.make_node("Identity", [output], [OUTPUT]))
+               check_inputs: Callable[[dict[str, np.ndarray]], str | None] | None = None,
+               opset: int = OPSET) -> Graph:
+        """The model (IR 10, opset 21 unless a construction needs an older one) whose single output is `output`,
+        named OutputGradientTensor."""
+        self.nodes.append(helper.make_node("Identity", [output], [OUTPUT], name=OUTPUT))
         graph = helper.make_graph(self.nodes, self.name, self.inputs,
                                   [helper.make_tensor_value_info(OUTPUT, onnx_type(dtype), list(shape))],
                                   initializer=self.initializers)
-        model = helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)],
+        model = helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", opset)],
                                   producer_name="dmlconform")
         return Graph(model, [i.name for i in self.inputs], OUTPUT, recipe, check_inputs)
 
@@ -127,23 +130,54 @@ def select(b: GraphBuilder, keep: str, value: str, dtype: DataType) -> str:
     return b.op("Where", [keep, value, b.zero(dtype)], "selected")
 
 
-def widen(b: GraphBuilder, value: str, dtype: DataType) -> tuple[str, DataType]:
-    """`value` in the type the select graphs compute in (WIDER), with that type."""
-    work = WIDER.get(dtype, dtype)
+#: The `select-no-int64-math` constructions' widening: narrow types still compute in INT32, but UINT32 stays UINT32.
+#: Measured with onnxruntime-directml 1.24.4 on Wine's vkd3d and lavapipe: the DirectML EP takes the graph of a Cast
+#: to or from a 64-bit integer type, or of a 64-bit integer Mul, but DirectML refuses to compile it (E_INVALIDARG),
+#: so neither UINT32 widened to INT64 nor UINT64's Mul by the mask can run there.
+WIDER_NO_INT64 = {DataType.INT8: DataType.INT32, DataType.INT16: DataType.INT32, DataType.UINT8: DataType.INT32,
+                  DataType.UINT16: DataType.INT32}
+#: Types whose select is a GatherElements from [0, dY] (where Where has no CPU kernel and a multiply is avoided).
+GATHER_SELECT = frozenset({DataType.UINT64})
+
+
+def select_by_gather(b: GraphBuilder, keep: str, value: str, dtype: DataType, shape: Sequence[int]) -> str:
+    """keep ? value : 0 as GatherElements([0, value], keep as INT32) over the flattened tensors: data movement only,
+    so exact for every type, with no Where, Cast of the data or arithmetic. Flattened, so that the stacked tensor is
+    2-D whatever the rank (DirectML takes at most 8 dimensions; an 8-D case stacked on a new axis had 9)."""
+    row = b.ints([1, -1])
+    stacked = b.op("Concat", [b.const(np.zeros((1, int(np.prod(shape))), dtype=dtype.numpy), hint="none"),
+                              b.op("Reshape", [value, row], "gradient")], "stacked", axis=0)
+    index = b.op("Reshape", [b.cast(keep, DataType.INT32), row], "which")
+    picked = b.op("GatherElements", [stacked, index], "picked", axis=0)
+    return b.op("Reshape", [picked, b.ints(shape)], "selected")
+
+
+def widen(b: GraphBuilder, value: str, dtype: DataType, wider: Mapping[DataType, DataType] | None = None
+          ) -> tuple[str, DataType]:
+    """`value` in the type the select graphs compute in (WIDER unless told otherwise), with that type."""
+    work = (WIDER if wider is None else wider).get(dtype, dtype)
     return (value if work is dtype else b.cast(value, work)), work
 
 
 def select_gradient(name: str, desc: Description, keep: Callable[[GraphBuilder, str, DataType], str],
-                    recipe: str) -> Graph:
-    """The element-wise select gradients: dX = keep(X) ? dY : 0, computed in the WIDER type and cast back."""
+                    recipe: str, wider: Mapping[DataType, DataType] | None = None,
+                    gather_select: frozenset[DataType] = frozenset()) -> Graph:
+    """The element-wise select gradients: dX = keep(X) ? dY : 0, computed in the WIDER type and cast back.
+
+    `wider` and `gather_select` give another construction: the widening table, and the types whose select is a
+    GatherElements (select_by_gather) instead of Where or a Mul by the mask."""
     dtype, shape = desc.output.dtype, desc.output.shape
     b = GraphBuilder(name)
-    x, work = widen(b, b.input("InputTensor", dtype, shape), dtype)
-    dy, _ = widen(b, b.input("InputGradientTensor", dtype, shape), dtype)
-    out = select(b, keep(b, x, work), dy, work)
+    x, work = widen(b, b.input("InputTensor", dtype, shape), dtype, wider)
+    dy, _ = widen(b, b.input("InputGradientTensor", dtype, shape), dtype, wider)
+    if work in gather_select:
+        out = select_by_gather(b, keep(b, x, work), dy, work, shape)
+        how = "GatherElements([0, dY], mask)"
+    else:
+        out = select(b, keep(b, x, work), dy, work)
+        how = "Mul by mask" if "masked" in out else "Where"
     if work is not dtype:
         out = b.cast(out, dtype)
-    how = "Mul by mask" if "masked" in out else "Where"
     wide = f" in {work.name}, cast back" if work is not dtype else ""
     return b.finish(out, dtype, shape, f"{recipe} -> {how}{wide}")
 

@@ -20,6 +20,19 @@ Runtime's own MaxPool on tie-free data.
 
 The sum runs in float32 for FLOAT16 (ORT's fp16 scatter-add fails at run time) and in the data type
 otherwise; one Cast rounds back.
+
+A second construction, `gather-sum`, routes the gradients without any scatter, for execution providers that do not
+take a scatter-add (measured: onnxruntime-directml 1.24.4's DirectML EP registers ScatterElements and ScatterND up
+to their opset-16 revision and refuses reduction "add" in every revision). The winners come out as above; then each
+X element gathers the windows that contain it (a table C [X.size, K] of window numbers, padded with a window that
+never wins) and sums the gradients of those whose winner it is:
+
+    target = Concat(GatherElements(G, tap), [-1])              # winner per window; the padding window's never hits
+    hit    = Equal(Gather(target, C), element index)            # [X.size, K]
+    dX     = ReduceSum(Where(hit, Gather(Concat(dY, [0]), C), 0), axis=1)
+
+Windows with no tap inside appear in no row of C, so they route nothing; a NaN or infinity in dY reaches only the
+element its window's winner is (the select, not a multiply).
 """
 
 from __future__ import annotations
@@ -68,21 +81,69 @@ def window_table(x_shape: tuple[int, ...], out: tuple[int, ...], params: Mapping
     return table, np.tile(valid, x_shape[0] * x_shape[1])
 
 
-def build(desc: Description) -> Graph:
-    dtype = desc.output.dtype
-    if dtype not in ACCUMULATE:
-        raise GraphUnsupported(f"the MaxPoolingGrad graph is float-only ({dtype.name})")
+def containing_windows(table: np.ndarray, valid: np.ndarray, size: int) -> np.ndarray:
+    """C [size, K]: per X element, the windows (ascending) that have it among their taps, padded with the window
+    number len(table), which stands for a window that never wins. Windows with no tap inside are left out."""
+    windows = np.repeat(np.arange(table.shape[0], dtype=np.int64), table.shape[1])
+    elements = table.reshape(-1)
+    keep = np.repeat(valid, table.shape[1])
+    pairs = np.unique(np.stack([elements[keep], windows[keep]], axis=1), axis=0)  # sorted by element, then window
+    counts = np.bincount(pairs[:, 0], minlength=size)
+    width = max(1, int(counts.max()) if counts.size else 1)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    column = np.arange(len(pairs)) - np.repeat(starts, counts)
+    result = np.full((size, width), table.shape[0], dtype=np.int64)
+    result[pairs[:, 0], column] = pairs[:, 1]
+    return result
+
+
+def _winners(b: GraphBuilder, desc: Description, dtype: DataType) -> tuple[str, np.ndarray, np.ndarray, str]:
+    """The graph's inputs and each window's winner (flat X index), with the window table, its valid mask and dY."""
     x_shape = desc.tensors["InputTensor"].shape
     dy_shape = desc.tensors["InputGradientTensor"].shape
     table, valid = window_table(x_shape, dy_shape[2:], desc.params)
-
-    b = GraphBuilder("max_pooling_grad")
     x = b.input("InputTensor", dtype, x_shape)
     dy = b.input("InputGradientTensor", dtype, dy_shape)
     g = b.const(table, hint="windows")
     values = b.op("Gather", [flat(b, x), g], "taps", axis=0)
     tap = b.op("ArgMax", [values], "winner_tap", axis=1, keepdims=1, select_last_index=0)
     target = flat(b, b.op("GatherElements", [g, tap], "winner", axis=1))
+    return target, table, valid, dy
+
+
+def build_gather_sum(desc: Description) -> Graph:
+    dtype = desc.output.dtype
+    if dtype not in ACCUMULATE:
+        raise GraphUnsupported(f"the MaxPoolingGrad graph is float-only ({dtype.name})")
+    x_shape = desc.tensors["InputTensor"].shape
+    size = int(np.prod(x_shape))
+    b = GraphBuilder("max_pooling_grad")
+    target, table, valid, dy = _winners(b, desc, dtype)
+    windows = b.const(containing_windows(table, valid, size), hint="containing")
+
+    acc = ACCUMULATE[dtype]
+    target = b.op("Concat", [target, b.ints([-1])], "targets", axis=0)
+    hit = b.op("Equal", [b.op("Gather", [target, windows], "candidates", axis=0),
+                         b.const(np.arange(size, dtype=np.int64)[:, None], hint="element")], "hit")
+    grads = flat(b, dy if acc is dtype else b.cast(dy, acc))
+    grads = b.op("Concat", [grads, b.const(np.zeros(1, dtype=acc.numpy), hint="none")], "grads", axis=0)
+    terms = b.op("Where", [hit, b.op("Gather", [grads, windows], "terms", axis=0), b.zero(acc)], "routed")
+    summed = b.op("ReduceSum", [terms, b.ints([1])], "summed", keepdims=0)
+    if acc is not dtype:
+        summed = b.cast(summed, dtype)
+    dx = b.op("Reshape", [summed, b.ints(x_shape)], "dx")
+    cast = "" if acc is dtype else f", dY cast to {acc.name} and one rounding back"
+    return b.finish(dx, dtype, x_shape, "window table -> Gather -> ArgMax (first of ties) -> per element: Gather the "
+                    f"containing windows' winners -> Equal -> Where(dY) -> ReduceSum{cast}")
+
+
+def build(desc: Description) -> Graph:
+    dtype = desc.output.dtype
+    if dtype not in ACCUMULATE:
+        raise GraphUnsupported(f"the MaxPoolingGrad graph is float-only ({dtype.name})")
+    x_shape = desc.tensors["InputTensor"].shape
+    b = GraphBuilder("max_pooling_grad")
+    target, _, valid, dy = _winners(b, desc, dtype)
 
     acc = ACCUMULATE[dtype]
     grads = flat(b, dy if acc is dtype else b.cast(dy, acc))

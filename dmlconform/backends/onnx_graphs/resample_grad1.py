@@ -44,7 +44,11 @@ def sparse_table(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return index, weight, real
 
 
-def build(desc: Description, variant: str | None = None, path: str = "dense") -> Graph:
+def build(desc: Description, variant: str | None = None, path: str = "dense", sparse_matmul: bool = False) -> Graph:
+    """`sparse_matmul`: the sparse path sums each dX element's real terms with a batched MatMul against its weights
+    instead of Mul and ReduceSum (the `matmul-only` construction: onnxruntime-directml 1.24.4's DirectML EP refused
+    a Mul of two float tensors on Wine's vkd3d and lavapipe, E_INVALIDARG at kernel creation, while it took MatMul).
+    The padding entries are selected to 0 before the product and their weights are 0, so no NaN or Inf spreads."""
     dtype = desc.output.dtype
     if dtype not in ACCUMULATE:
         raise GraphUnsupported(f"the MatMul graph is float-only ({dtype.name})")
@@ -67,16 +71,26 @@ def build(desc: Description, variant: str | None = None, path: str = "dense") ->
         moved = b.op("Transpose", [value], "moved", perm=perm) if axis != rank - 1 else value
         if path == "dense":
             summed = b.op("MatMul", [moved, b.const(w, acc.numpy, hint=f"w{axis}")], "summed")
-        else:
+        elif not sparse_matmul:
             index, weight, real = sparse_table(w)
             taken = b.op("Gather", [moved, b.const(index)], "taken", axis=rank - 1)
             terms = b.op("Mul", [taken, b.const(weight, acc.numpy, hint=f"w{axis}")], "terms")
             terms = b.op("Where", [b.const(real), terms, b.zero(acc)], "real_terms")
             summed = b.op("ReduceSum", [terms, b.ints([-1])], "summed", keepdims=0)
+        else:
+            index, weight, real = sparse_table(w)
+            moved_shape = [dx_shape[a] if a < axis else dy_shape[a] for a in perm]  # the shape of `moved`
+            lead = int(np.prod(moved_shape[:-1]))
+            taken = b.op("Gather", [moved, b.const(index)], "taken", axis=rank - 1)  # [..., n, width]
+            terms = b.op("Where", [b.const(real), taken, b.zero(acc)], "real_terms")
+            terms = b.op("Reshape", [terms, b.ints([lead, index.shape[0], 1, index.shape[1]])], "rows")
+            dots = b.op("MatMul", [terms, b.const(weight[:, :, None], acc.numpy, hint=f"w{axis}")], "dots")
+            summed = b.op("Reshape", [dots, b.ints([*moved_shape[:-1], index.shape[0]])], "summed")
         value = b.op("Transpose", [summed], "back", perm=inverse) if axis != rank - 1 else summed
     if acc is not dtype:
         value = b.cast(value, dtype)
     out = b.op("Identity", [value], "dx")
     cast = "" if acc is dtype else f" in {acc.name}"
-    step = "MatMul(axis_weights)" if path == "dense" else "Gather -> Mul -> Where -> ReduceSum"
+    step = "MatMul(axis_weights)" if path == "dense" else \
+        "Gather -> Where -> MatMul(weights)" if sparse_matmul else "Gather -> Mul -> Where -> ReduceSum"
     return b.finish(out, dtype, dx_shape, f"{used} x (Transpose -> {step}{cast})")

@@ -9,13 +9,19 @@ DML -> ONNX Slice per dim, for a dY extent n: stride > 0 reads offset, offset+st
 ends = offset + stride*(n-1) + 1; stride < 0 walks back from the window's end: starts = offset+size-1,
 ends = starts + stride*(n-1) - 1, or INT64_MIN where that is below 0 (ONNX reads -1 as "the last element").
 A strided window never hits one element twice, so no reduction is needed.
+
+Two constructions, the same graph at two opsets: `scatter` (opset 21, where ScatterElements is the opset-18 revision)
+and `scatter-opset17` (ScatterElements-16). Measured with onnxruntime-directml 1.24.4 under Wine: the DirectML
+execution provider registers ScatterElements and ScatterND up to the opset-16 revision only, so at opset 21 the
+scatter is placed on the CPU EP (and the session refused with CPU fallback disabled), while at opset 17 the EP takes
+the whole graph. ONNX changed nothing for reduction "none" between the two revisions.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dmlconform.backends.onnx_graphs.common import Graph, GraphBuilder, flat, iota, scatter_into_zeros
+from dmlconform.backends.onnx_graphs.common import OPSET, Graph, GraphBuilder, flat, iota, scatter_into_zeros
 from dmlconform.ops.base import Description
 
 INT64_MIN = int(np.iinfo(np.int64).min)
@@ -33,7 +39,11 @@ def onnx_slice_bounds(offsets: tuple[int, ...], sizes: tuple[int, ...], strides:
     return starts, ends
 
 
-def build(desc: Description) -> Graph:
+#: The opset of `scatter-opset17`: the newest whose ScatterElements revision (16) the DirectML EP registers.
+DML_SCATTER_OPSET = 17
+
+
+def build(desc: Description, opset: int = OPSET) -> Graph:
     dtype = desc.output.dtype
     out_shape = desc.output.shape
     dy_shape = desc.tensors["InputGradientTensor"].shape
@@ -46,4 +56,9 @@ def build(desc: Description) -> Graph:
                             b.ints(p["InputWindowStrides"])], "window")
     scattered = scatter_into_zeros(b, int(np.prod(out_shape)), flat(b, window), flat(b, dy), dtype)
     out = b.op("Reshape", [scattered, b.ints(out_shape)], "dx")
-    return b.finish(out, dtype, out_shape, "Slice(iota) -> ScatterElements into zeros (no casts)")
+    return b.finish(out, dtype, out_shape, f"Slice(iota) -> ScatterElements into zeros (no casts, opset {opset})",
+                    opset=opset)
+
+
+def build_opset17(desc: Description) -> Graph:
+    return build(desc, DML_SCATTER_OPSET)

@@ -1,0 +1,335 @@
+// d3d12_device.cpp - the D3D12 + DirectML device and the utilities the project's Windows programs share
+// (see d3d12_device.h).
+#include "d3d12_device.h"
+
+#include <winver.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+namespace dmlh {
+
+const char* g_log_prefix = "dml-harness: ";
+
+const char* const kTypeNames[12] = {"UNKNOWN", "FLOAT32", "FLOAT16", "UINT32", "UINT16", "UINT8",
+                                    "INT32",   "INT16",   "INT8",    "FLOAT64", "UINT64", "INT64"};
+const unsigned kTypeBytes[12] = {0, 4, 2, 4, 2, 1, 4, 2, 1, 8, 8, 8};
+
+void log_line(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(g_log_prefix, stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    va_end(ap);
+}
+
+std::string strf(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(nullptr, 0, fmt, ap);
+    va_end(ap);
+    std::string s(size_t(need > 0 ? need : 0), '\0');
+    va_start(ap, fmt);
+    vsnprintf(&s[0], s.size() + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+std::string utf8(const wchar_t* w) {
+    int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, nullptr, 0, nullptr, nullptr);
+    if (n <= 1) return std::string();
+    std::string s(size_t(n - 1), '\0');
+    WideCharToMultiByte(CP_UTF8, 0, w, -1, &s[0], n, nullptr, nullptr);
+    return s;
+}
+
+std::wstring widen(const std::string& s) {
+    int n = MultiByteToWideChar(CP_UTF8, 0, s.c_str(), -1, nullptr, 0);
+    if (n <= 0) return std::wstring();
+    std::wstring w(size_t(n - 1), L'\0');
+    MultiByteToWideChar(CP_UTF8, 0, s.c_str(), -1, &w[0], n);
+    return w;
+}
+
+static const char* hr_name(HRESULT hr) {
+    switch ((unsigned long)hr) {
+    case 0x00000000UL: return "S_OK";
+    case 0x00000001UL: return "S_FALSE";
+    case 0x80070057UL: return "E_INVALIDARG";
+    case 0x8007000EUL: return "E_OUTOFMEMORY";
+    case 0x80004001UL: return "E_NOTIMPL";
+    case 0x80004002UL: return "E_NOINTERFACE";
+    case 0x80004003UL: return "E_POINTER";
+    case 0x80004005UL: return "E_FAIL";
+    case 0x8000FFFFUL: return "E_UNEXPECTED";
+    case 0x80070005UL: return "E_ACCESSDENIED";
+    case 0x8007007EUL: return "ERROR_MOD_NOT_FOUND";
+    case 0x887A0001UL: return "DXGI_ERROR_INVALID_CALL";
+    case 0x887A0002UL: return "DXGI_ERROR_NOT_FOUND";
+    case 0x887A0004UL: return "DXGI_ERROR_UNSUPPORTED";
+    case 0x887A0005UL: return "DXGI_ERROR_DEVICE_REMOVED";
+    case 0x887A0006UL: return "DXGI_ERROR_DEVICE_HUNG";
+    case 0x887A0007UL: return "DXGI_ERROR_DEVICE_RESET";
+    case 0x887A0020UL: return "DXGI_ERROR_DRIVER_INTERNAL_ERROR";
+    case 0x887A002DUL: return "DXGI_ERROR_SDK_COMPONENT_MISSING";
+    case 0x887E0003UL: return "D3D12_ERROR_INVALID_REDIST";
+    default: return nullptr;
+    }
+}
+
+std::string hr_text(HRESULT hr) {
+    const char* name = hr_name(hr);
+    return name ? strf("%s (0x%08lX)", name, (unsigned long)hr) : strf("HRESULT 0x%08lX", (unsigned long)hr);
+}
+
+bool is_device_loss(HRESULT hr) {
+    switch ((unsigned long)hr) {
+    case 0x887A0005UL: case 0x887A0006UL: case 0x887A0007UL: case 0x887A0020UL: return true;
+    default: return false;
+    }
+}
+
+std::string level_label(unsigned level) {
+    return strf("%u_%u", (level >> 12) & 0xF, (level >> 8) & 0xF);
+}
+
+std::string file_version(const wchar_t* path) {
+    DWORD handle = 0, size = GetFileVersionInfoSizeW(path, &handle);
+    if (!size) return std::string();
+    std::vector<unsigned char> block(size);
+    VS_FIXEDFILEINFO* info = nullptr;
+    UINT len = 0;
+    if (!GetFileVersionInfoW(path, 0, size, block.data()) ||
+        !VerQueryValueW(block.data(), L"\\", reinterpret_cast<void**>(&info), &len) || !info || len < sizeof *info)
+        return std::string();
+    return strf("%u.%u.%u.%u", HIWORD(info->dwFileVersionMS), LOWORD(info->dwFileVersionMS),
+                HIWORD(info->dwFileVersionLS), LOWORD(info->dwFileVersionLS));
+}
+
+std::string exe_dir() {
+    wchar_t path[MAX_PATH * 2];
+    DWORD n = GetModuleFileNameW(nullptr, path, DWORD(sizeof path / sizeof path[0]));
+    if (!n || n >= sizeof path / sizeof path[0]) return std::string();
+    std::wstring w(path, n);
+    size_t slash = w.find_last_of(L"\\/");
+    return slash == std::wstring::npos ? std::string() : utf8(w.substr(0, slash).c_str());
+}
+
+std::string compiler_name() {
+#if defined(__MINGW32__)
+    return strf("mingw-w64 g++ %d.%d.%d", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);
+#elif defined(_MSC_VER)
+    return strf("MSVC %d", _MSC_VER);
+#else
+    return std::string();
+#endif
+}
+
+std::string wine_version() {
+    typedef const char*(CDECL * WineGetVersion)(void);
+    HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
+    auto get = ntdll ? reinterpret_cast<WineGetVersion>(reinterpret_cast<void*>(GetProcAddress(ntdll, "wine_get_version")))
+                     : nullptr;
+    return get ? std::string(get()) : std::string();
+}
+
+// Loads DirectML.dll; returns an error message or "".
+static std::string load_directml(DmlDevice& dev, const DeviceOptions& opt) {
+    std::vector<std::string> tries;
+    if (!opt.dml_path.empty()) tries.push_back(opt.dml_path);
+    else {
+        std::string dir = exe_dir();
+        if (!dir.empty()) tries.push_back(dir + "\\DirectML.dll");
+        tries.push_back("DirectML.dll");
+    }
+    std::string why;
+    for (const std::string& t : tries) {
+        std::wstring w = widen(t);
+        bool has_dir = t.find_first_of("\\/") != std::string::npos;
+        if (has_dir && GetFileAttributesW(w.c_str()) == INVALID_FILE_ATTRIBUTES) {
+            why += strf("%s%s: not found", why.empty() ? "" : "; ", t.c_str());
+            continue;
+        }
+        HMODULE m = has_dir ? LoadLibraryExW(w.c_str(), nullptr, LOAD_WITH_ALTERED_SEARCH_PATH) : LoadLibraryW(w.c_str());
+        if (!m) {
+            why += strf("%s%s: LoadLibrary error %lu", why.empty() ? "" : "; ", t.c_str(), GetLastError());
+            continue;
+        }
+        dev.dml_module = m;
+        wchar_t path[MAX_PATH * 2];
+        DWORD n = GetModuleFileNameW(m, path, DWORD(sizeof path / sizeof path[0]));
+        if (n && n < sizeof path / sizeof path[0]) {
+            dev.dml_path = utf8(path);
+            dev.dml_version = file_version(path);
+        } else {
+            dev.dml_path = t;
+        }
+        return std::string();
+    }
+    return "cannot load DirectML.dll (" + why + "); pass --dml PATH or put DirectML.dll next to the program";
+}
+
+std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt) {
+    std::string err = load_directml(dev, opt);
+    if (!err.empty()) return err;
+    auto create1 = reinterpret_cast<PFN_DMLCreateDevice1>(
+        reinterpret_cast<void*>(GetProcAddress(dev.dml_module, "DMLCreateDevice1")));
+    auto create0 = reinterpret_cast<PFN_DMLCreateDevice>(
+        reinterpret_cast<void*>(GetProcAddress(dev.dml_module, "DMLCreateDevice")));
+    if (!create1 && !create0) return dev.dml_path + " exports neither DMLCreateDevice1 nor DMLCreateDevice";
+
+    // Debug layer first: it must be on before the D3D12 device exists.
+    std::string d3d_debug = "off";
+    if (opt.debug_layer) {
+        Com<ID3D12Debug> debug;
+        HRESULT hr = D3D12GetDebugInterface(__uuidof(ID3D12Debug), debug.put());
+        if (SUCCEEDED(hr) && debug) {
+            debug->EnableDebugLayer();
+            d3d_debug = "on";
+        } else {
+            d3d_debug = "unavailable (D3D12GetDebugInterface: " + hr_text(hr) + ")";
+        }
+    }
+
+    Com<IDXGIFactory4> factory;
+    HRESULT hr = CreateDXGIFactory1(__uuidof(IDXGIFactory4), factory.put());
+    if (FAILED(hr)) return "CreateDXGIFactory1(IDXGIFactory4): " + hr_text(hr);
+    if (opt.warp) hr = factory->EnumWarpAdapter(__uuidof(IDXGIAdapter1), dev.adapter.put());
+    else hr = factory->EnumAdapters1(UINT(opt.adapter), dev.adapter.put_typed());
+    if (FAILED(hr))
+        return opt.warp ? "IDXGIFactory4::EnumWarpAdapter: " + hr_text(hr)
+                        : strf("IDXGIFactory1::EnumAdapters1(%d): ", opt.adapter) + hr_text(hr);
+    DXGI_ADAPTER_DESC1 desc;
+    memset(&desc, 0, sizeof desc);
+    hr = dev.adapter->GetDesc1(&desc);
+    if (SUCCEEDED(hr)) {
+        dev.adapter_name = utf8(desc.Description);
+        dev.add_extra("adapter_source", opt.warp ? "IDXGIFactory4::EnumWarpAdapter + IDXGIAdapter1::GetDesc1"
+                                                 : strf("IDXGIFactory1::EnumAdapters1(%d) + IDXGIAdapter1::GetDesc1",
+                                                        opt.adapter));
+        dev.add_extra("adapter_vendor_device", strf("%04X:%04X", desc.VendorId, desc.DeviceId));
+        dev.add_extra("adapter_luid", strf("%08lX:%08lX", (unsigned long)desc.AdapterLuid.HighPart,
+                                           (unsigned long)desc.AdapterLuid.LowPart));
+        dev.add_extra("adapter_software", (desc.Flags & DXGI_ADAPTER_FLAG_SOFTWARE) ? "yes" : "no");
+        dev.add_extra("adapter_dedicated_video_memory_mib",
+                      strf("%llu", (unsigned long long)(desc.DedicatedVideoMemory >> 20)));
+    } else {
+        dev.adapter_name = "unknown adapter (IDXGIAdapter1::GetDesc1: " + hr_text(hr) + ")";
+    }
+    LARGE_INTEGER umd;
+    umd.QuadPart = 0;
+    hr = dev.adapter->CheckInterfaceSupport(__uuidof(IDXGIDevice), &umd);
+    if (SUCCEEDED(hr))
+        dev.driver_version = strf("%u.%u.%u.%u", HIWORD(umd.HighPart), LOWORD(umd.HighPart), HIWORD(umd.LowPart),
+                                  LOWORD(umd.LowPart));
+    else
+        dev.driver_version = "unknown (IDXGIAdapter::CheckInterfaceSupport(IDXGIDevice): " + hr_text(hr) + ")";
+
+    hr = D3D12CreateDevice(dev.adapter.get(), D3D_FEATURE_LEVEL_11_0, __uuidof(ID3D12Device), dev.d3d.put());
+    if (FAILED(hr)) return "D3D12CreateDevice(feature level 11_0): " + hr_text(hr);
+
+    // D3D facts for `extra`.
+    D3D_FEATURE_LEVEL levels[] = {D3D_FEATURE_LEVEL_11_0, D3D_FEATURE_LEVEL_11_1, D3D_FEATURE_LEVEL_12_0,
+                                  D3D_FEATURE_LEVEL_12_1};
+    D3D12_FEATURE_DATA_FEATURE_LEVELS fl = {UINT(sizeof levels / sizeof levels[0]), levels, D3D_FEATURE_LEVEL_11_0};
+    hr = dev.d3d->CheckFeatureSupport(D3D12_FEATURE_FEATURE_LEVELS, &fl, sizeof fl);
+    dev.add_extra("d3d_feature_level",
+                  SUCCEEDED(hr) ? strf("%u_%u", (unsigned(fl.MaxSupportedFeatureLevel) >> 12) & 0xF,
+                                       (unsigned(fl.MaxSupportedFeatureLevel) >> 8) & 0xF)
+                                : "unknown (" + hr_text(hr) + ")");
+    static const unsigned shader_models[] = {0x68, 0x67, 0x66, 0x65, 0x64, 0x63, 0x62, 0x61, 0x60, 0x51};
+    for (unsigned sm : shader_models) {  // a runtime that does not know a model rejects the query
+        D3D12_FEATURE_DATA_SHADER_MODEL data = {D3D_SHADER_MODEL(sm)};
+        if (SUCCEEDED(dev.d3d->CheckFeatureSupport(D3D12_FEATURE_SHADER_MODEL, &data, sizeof data))) {
+            dev.add_extra("d3d_shader_model", strf("%u_%u", (unsigned(data.HighestShaderModel) >> 4) & 0xF,
+                                                   unsigned(data.HighestShaderModel) & 0xF));
+            break;
+        }
+    }
+
+    DML_CREATE_DEVICE_FLAGS flags = opt.debug_layer ? DML_CREATE_DEVICE_FLAG_DEBUG : DML_CREATE_DEVICE_FLAG_NONE;
+    std::string dml_debug = "off";
+    auto create = [&](DML_CREATE_DEVICE_FLAGS f) -> HRESULT {
+        return create1 ? create1(dev.d3d.get(), f, DML_FEATURE_LEVEL_1_0, DMLH_IID(IDMLDevice), dev.dml.put())
+                       : create0(dev.d3d.get(), f, DMLH_IID(IDMLDevice), dev.dml.put());
+    };
+    hr = create(flags);
+    if (FAILED(hr) && flags != DML_CREATE_DEVICE_FLAG_NONE) {
+        dml_debug = "unavailable (DML_CREATE_DEVICE_FLAG_DEBUG: " + hr_text(hr) +
+                    "; DirectML.Debug.dll must sit next to DirectML.dll)";
+        log_line("DirectML debug layer unavailable (%s); continuing without it", hr_text(hr).c_str());
+        hr = create(DML_CREATE_DEVICE_FLAG_NONE);
+    } else if (SUCCEEDED(hr) && flags != DML_CREATE_DEVICE_FLAG_NONE) {
+        dml_debug = "on";
+    }
+    if (FAILED(hr))
+        return std::string(create1 ? "DMLCreateDevice1(minimum 1_0)" : "DMLCreateDevice") + ": " + hr_text(hr);
+    dev.add_extra("dml_create_device", create1 ? "DMLCreateDevice1 (minimum feature level 1_0)" : "DMLCreateDevice");
+
+    // Feature level: ask DirectML. A DLL older than the header may reject levels it does not know,
+    // so the list is shortened from the top until the query succeeds.
+    static const DML_FEATURE_LEVEL all_levels[] = {
+        DML_FEATURE_LEVEL_1_0, DML_FEATURE_LEVEL_2_0, DML_FEATURE_LEVEL_2_1, DML_FEATURE_LEVEL_3_0,
+        DML_FEATURE_LEVEL_3_1, DML_FEATURE_LEVEL_4_0, DML_FEATURE_LEVEL_4_1, DML_FEATURE_LEVEL_5_0,
+        DML_FEATURE_LEVEL_5_1, DML_FEATURE_LEVEL_5_2, DML_FEATURE_LEVEL_6_0, DML_FEATURE_LEVEL_6_1,
+#if DML_TARGET_VERSION >= 0x6200
+        DML_FEATURE_LEVEL_6_2,
+#endif
+#if DML_TARGET_VERSION >= 0x6300
+        DML_FEATURE_LEVEL_6_3,
+#endif
+#if DML_TARGET_VERSION >= 0x6400
+        DML_FEATURE_LEVEL_6_4,
+#endif
+    };
+    UINT count = UINT(sizeof all_levels / sizeof all_levels[0]);
+    for (; count > 0; count--) {
+        DML_FEATURE_QUERY_FEATURE_LEVELS query = {count, all_levels};
+        DML_FEATURE_DATA_FEATURE_LEVELS data;
+        memset(&data, 0, sizeof data);
+        hr = dev.dml->CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS, sizeof query, &query, sizeof data, &data);
+        if (SUCCEEDED(hr)) {
+            dev.feature_level = unsigned(data.MaxSupportedFeatureLevel);
+            dev.feature_level_source = strf("IDMLDevice::CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS) over "
+                                            "1_0..%s", level_label(unsigned(all_levels[count - 1])).c_str());
+            break;
+        }
+    }
+    if (!dev.feature_level) return "IDMLDevice::CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS): " + hr_text(hr);
+
+    std::string types;
+    for (int t = 1; t <= kTypeCount; t++) {
+        DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT query = {DML_TENSOR_DATA_TYPE(t)};
+        DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT data;
+        memset(&data, 0, sizeof data);
+        hr = dev.dml->CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof query, &query, sizeof data,
+                                          &data);
+        dev.type_supported[t] = SUCCEEDED(hr) && data.IsSupported;
+        if (dev.type_supported[t]) types += std::string(types.empty() ? "" : ", ") + kTypeNames[t];
+        else if (FAILED(hr)) log_line("DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT(%s): %s", kTypeNames[t], hr_text(hr).c_str());
+    }
+    dev.add_extra("dml_tensor_data_types", types + " (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)");
+
+    D3D12_COMMAND_QUEUE_DESC qd;
+    memset(&qd, 0, sizeof qd);
+    qd.Type = D3D12_COMMAND_LIST_TYPE_DIRECT;
+    if (FAILED(hr = dev.d3d->CreateCommandQueue(&qd, __uuidof(ID3D12CommandQueue), dev.queue.put())))
+        return "ID3D12Device::CreateCommandQueue: " + hr_text(hr);
+    if (opt.debug_layer && FAILED(dev.d3d->QueryInterface(__uuidof(ID3D12InfoQueue), dev.info_queue.put())))
+        dev.info_queue.reset();
+
+    dev.add_extra("d3d12_debug_layer", d3d_debug);
+    dev.add_extra("dml_debug_layer", dml_debug);
+    dev.add_extra("dml_info_queue", dev.info_queue ? "ID3D12InfoQueue (messages quoted in refusals)" : "none");
+    dev.add_extra("directml_dll", dev.dml_path);
+    dev.add_extra("headers", DMLH_HEADERS);
+    std::string compiler = compiler_name(), wine = wine_version();
+    if (!compiler.empty()) dev.add_extra("compiler", compiler);
+    if (!wine.empty()) dev.add_extra("wine", wine);
+    return std::string();
+}
+
+}  // namespace dmlh

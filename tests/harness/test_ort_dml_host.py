@@ -1,0 +1,210 @@
+"""The ONNX model host (examples/ort_dml_host): cross-built with mingw-w64, run under Wine with onnxruntime-directml
+1.24.4's onnxruntime.dll, on its DirectML EP (lavapipe here) and, as the control, its CPU EP.
+
+Needs what the DirectML harness tests need (x86_64-w64-mingw32-g++, Wine, Xvfb or DISPLAY) plus onnxruntime.dll,
+onnxruntime_providers_shared.dll and DirectML.dll ($ORT_DML_HOST_DLLS, or examples/ort_dml_host/build/ as
+examples/ort_dml_host/get_onnxruntime.sh leaves them); skips with the missing piece named otherwise. Kept cheap:
+a handful of host starts and DirectML sessions (each session compiles its shaders on lavapipe: seconds).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dmlconform import harness_protocol as protocol
+from dmlconform.backends.base import OutcomeKind
+from dmlconform.backends.onnx_graphs import build_graph
+from dmlconform.backends.onnxruntime_backend import OnnxRuntimeBackend
+from dmlconform.backends.ort_host import HostRunner
+from dmlconform.case_result import Status
+from dmlconform.feature_levels import HIGHEST
+from dmlconform.runner import run_case
+from tests.backends.test_onnxruntime_backend import make_case
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST_DIR = ROOT / "examples" / "ort_dml_host"
+WINE = os.environ.get("WINE", "/usr/lib/wine/wine64")
+DLLS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "DirectML.dll")
+#: Wine start-up plus ONNX Runtime, device creation and a first session; generous for a loaded machine.
+TIMEOUT_S = 240.0
+
+
+def _dll_dir() -> Path | None:
+    for place in [Path(p) for p in (os.environ.get("ORT_DML_HOST_DLLS", ""),) if p] + [HOST_DIR / "build"]:
+        if all((place / name).is_file() for name in DLLS):
+            return place
+    return None
+
+
+def _missing() -> str:
+    if shutil.which("x86_64-w64-mingw32-g++") is None:
+        return "x86_64-w64-mingw32-g++ not found (apt-get install mingw-w64)"
+    if not os.access(WINE, os.X_OK):
+        return f"no Wine loader at {WINE} (apt-get install wine64)"
+    if not os.environ.get("DISPLAY") and shutil.which("Xvfb") is None:
+        return "neither DISPLAY nor Xvfb (apt-get install xvfb): Wine's DXGI needs an X display"
+    if _dll_dir() is None:
+        return (f"{', '.join(DLLS)} not found (run examples/ort_dml_host/get_onnxruntime.sh or set "
+                "ORT_DML_HOST_DLLS)")
+    return ""
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The host's command line: built into a temporary folder with the DLLs beside it."""
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    build = tmp_path_factory.mktemp("ort_dml_host")
+    made = subprocess.run(["make", "-C", str(HOST_DIR), f"BUILD={build}", f"ORT_DIR={_dll_dir()}"],
+                          capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert "warning" not in made.stderr, made.stderr
+    return f"env ORT_HOST_EXE={build / 'ort_dml_host.exe'} {HOST_DIR / 'run_under_wine.sh'}"
+
+
+@pytest.fixture(scope="module")
+def dml(host: str) -> Iterator[HostRunner]:
+    runner = HostRunner.start(host, "dml", TIMEOUT_S)
+    yield runner
+    runner.close()
+
+
+@pytest.fixture(scope="module")
+def cpu(host: str) -> Iterator[HostRunner]:
+    runner = HostRunner.start(host, "cpu", TIMEOUT_S)
+    yield runner
+    runner.close()
+
+
+def slice_case(case_id: str = "slice") -> object:
+    dy = np.array([[1, 3], [9, 11]], np.float32)
+    return make_case("SLICE_GRAD", {"InputWindowOffsets": [0, 0], "InputWindowSizes": [4, 4],
+                                    "InputWindowStrides": [2, -2]}, {"InputGradientTensor": dy}, (4, 4), case_id)
+
+
+def relu_case(case_id: str = "relu", size: int = 4) -> object:
+    """ReluGrad of `size` elements; the host keeps the last session, so a new size makes it create one."""
+    x = np.resize(np.array([-1, 0, 2, -0.0], np.float32), size)
+    dy = np.arange(5, 5 + size, dtype=np.float32)
+    return make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": x, "InputGradientTensor": dy}, (size,), case_id)
+
+
+def run_graph(runner: HostRunner, case: object, construction: str | None = None):  # type: ignore[no-untyped-def]
+    graph = build_graph(case.description, construction=construction, ep=runner.choice.key)  # type: ignore[attr-defined]
+    feeds = {name: case.inputs[name] for name in graph.inputs}  # type: ignore[attr-defined]
+    return runner.execute(runner.prepare(graph, "FLOAT32"), graph, feeds, case, "FLOAT32")  # type: ignore[arg-type]
+
+
+def test_the_host_starts_on_onnxruntime_1_24_4_and_directml_1_15_4(dml: HostRunner, cpu: HostRunner) -> None:
+    hello = dml.hello
+    assert hello.execution_provider == "DmlExecutionProvider" and hello.runtime_version == "1.24.4"
+    assert hello.directml == "1.15.4.0" and hello.feature_level is not None and hello.feature_level.label == "6_4"
+    assert "on the device handed to the DML EP" in hello.feature_level_source
+    assert hello.extra["cpu_ep_fallback"].startswith("disabled") and "checked at start-up" in hello.extra["ort_api"]
+    assert "DmlExecutionProvider" in hello.extra["available_providers"] and hello.extra["wine"]
+    info = OnnxRuntimeBackend(dml).info()
+    assert info.feature_level.label == "6_4" and info.extra["directml"] == "1.15.4.0"
+    assert "MAX_POOLING_GRAD: gather-sum" in info.extra["constructions"]
+    assert cpu.hello.execution_provider == "CPUExecutionProvider" and cpu.hello.feature_level is None
+
+
+def test_a_scatter_the_dml_ep_leaves_to_the_cpu_is_refused_by_name_and_the_controls_run(dml: HostRunner,
+                                                                                    cpu: HostRunner) -> None:
+    """SliceGrad at opset 21: ScatterElements-18 goes to the CPU EP, so with fallback disabled the session is refused,
+    naming the node; the CPU-EP control runs that graph, and the DML EP takes the opset-17 construction whole."""
+    case = slice_case()
+    refused = run_graph(dml, case, "scatter")
+    assert refused.kind is OutcomeKind.NOT_SUPPORTED, refused
+    assert "fallback to CPU EP has been explicitly disabled" in refused.message
+    assert "placed on the CPU EP: ScatterElements 'scattered_" in refused.message
+    expected = case.expected["OutputGradientTensor"]  # type: ignore[attr-defined]
+    for runner, construction in ((cpu, "scatter"), (dml, "scatter-opset17")):
+        outcome = run_graph(runner, case, construction)
+        assert outcome.kind is OutcomeKind.OUTPUTS, outcome
+        np.testing.assert_array_equal(outcome.outputs["OutputGradientTensor"], expected)
+
+
+def test_a_wrong_answer_from_the_device_would_fail(dml: HostRunner) -> None:
+    """ReluGrad on the DML EP through the whole backend: judged PASS; the same outputs judged against a golden
+    that passes dY at X = 0 fail, so the comparison is live."""
+    case = relu_case()
+    backend = OnnxRuntimeBackend(dml)
+    assert run_case(case, backend, HIGHEST).status is Status.PASS
+    case.expected = {"OutputGradientTensor": np.array([0, 6, 7, 0], np.float32)}  # type: ignore[attr-defined]
+    assert run_case(case, backend, HIGHEST).status is Status.FAIL
+
+
+def test_a_session_past_the_timeout_kills_the_host_and_the_next_case_gets_a_fresh_one(dml: HostRunner) -> None:
+    dml.client.timeout_s = 0.05  # a DirectML session takes seconds to compile on lavapipe
+    try:
+        outcome = run_graph(dml, relu_case("slow", size=7), None)
+    finally:
+        dml.client.timeout_s = TIMEOUT_S
+    assert outcome.kind is OutcomeKind.TIMEOUT and "host killed and restarted" in outcome.message
+    restarts = dml.client.restarts
+    assert run_graph(dml, relu_case("after-timeout")).kind is OutcomeKind.OUTPUTS
+    assert dml.client.restarts == restarts + 1
+
+
+def test_a_host_that_dies_is_a_crash_and_the_next_case_gets_a_fresh_one(cpu: HostRunner) -> None:
+    assert run_graph(cpu, relu_case("before")).kind is OutcomeKind.OUTPUTS
+    pid = cpu.client.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    outcome = run_graph(cpu, relu_case("killed"))
+    assert outcome.kind is OutcomeKind.CRASH and "host died" in outcome.message and "SIGKILL" in outcome.message
+    assert run_graph(cpu, relu_case("after-crash")).kind is OutcomeKind.OUTPUTS
+
+
+def test_malformed_requests_are_answered_and_the_host_goes_on(host: str) -> None:
+    process = subprocess.Popen(shlex.split(f"{host} --ep cpu"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+
+    def exchange(header: dict, payload: bytes = b"") -> dict:
+        process.stdin.write(protocol.encode_frame(header, payload))  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
+        return protocol.read_frame(process.stdout.read).header  # type: ignore[union-attr]
+
+    try:
+        early = exchange({"type": "run_model", "id": "t/early"})
+        assert early["status"] == "error" and "before the hello" in early["message"]
+        assert exchange({"type": "hello", "protocol": 1})["serves"] == "onnx-models"
+        reply = exchange({"type": "run_model", "id": "t/no-model", "inputs": [], "outputs": []})
+        assert reply["status"] == "error" and reply["stage"] == "request" and "'model'" in reply["message"]
+        reply = exchange({"type": "run", "id": "t/op", "op": "SLICE_GRAD"})
+        assert reply["status"] == "error" and "DirectML harness" in reply["message"]
+        reply = exchange({"type": "run_model", "id": "t/not-onnx", "model": {"offset": 0, "nbytes": 4},
+                          "inputs": [], "outputs": [{"name": "y", "DataType": 1, "Sizes": [1]}]}, b"junk")
+        assert reply["status"] == "error" and reply["stage"] == "session creation" and reply["ort_error"]
+        graph = build_graph(relu_case().description)  # type: ignore[attr-defined]
+        x = np.array([1, -1, 0, 2], np.float32)
+        request = protocol.encode_model_request("t/ok", graph.model.SerializeToString(),
+                                                [("InputTensor", x), ("InputGradientTensor", x)],
+                                                {"OutputGradientTensor": relu_case().description.output})  # type: ignore[attr-defined]
+        process.stdin.write(request)
+        process.stdin.flush()
+        frame = protocol.read_frame(process.stdout.read)
+        assert frame.header["status"] == "ok" and frame.header["working_set_bytes"] > 0
+        out = protocol.unpack_tensor(frame.header["outputs"][0], frame.payload, "outputs")[1]
+        np.testing.assert_array_equal(out, np.array([1, 0, 0, 2], np.float32))
+    finally:
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+
+
+def test_a_dll_that_is_no_onnx_runtime_is_refused_in_the_handshake(host: str, tmp_path: Path) -> None:
+    not_ort = tmp_path / "onnxruntime.dll"
+    shutil.copy(_dll_dir() / "onnxruntime_providers_shared.dll", not_ort)  # type: ignore[operator]
+    with pytest.raises(RuntimeError, match="does not export OrtGetApiBase"):
+        HostRunner.start(f"{host} --onnxruntime Z:{not_ort}", "cpu", TIMEOUT_S)
