@@ -4,7 +4,8 @@
 # packages, the harness and DirectML.dll, a Vulkan float-controls check (vkcheck) and the Python wheels
 # dmlconform needs beyond NumPy. Run it on Debian 12 after examples/dml_harness/setup.sh, from the project
 # root with the project's venv active; copy the project with the bundle to the GPU machine and run
-# examples/dml_harness/device/run.sh there.
+# examples/dml_harness/device/run.sh there. When examples/ort_dml_host is built (its setup.sh), its host and
+# onnxruntime-directml's two DLLs go in too (/opt/ort there), for `run.sh --ort`.
 #
 #   bash examples/dml_harness/device/pack.sh [BUNDLE]         (default BUNDLE: .gl, which git must ignore)
 #
@@ -24,6 +25,9 @@ log() { echo "pack.sh: $*" >&2; }
 [ -f "$harness/build/dml_harness.exe" ] && [ -f "$harness/build/DirectML.dll" ] ||
     { log "no harness: run examples/dml_harness/setup.sh first"; exit 2; }
 command -v dmlconform >/dev/null || { log "activate the project's venv first"; exit 2; }
+ort=$(cd "$harness/../ort_dml_host" && pwd)
+with_ort=""
+[ -f "$ort/build/ort_dml_host.exe" ] && [ -f "$ort/build/onnxruntime.dll" ] && with_ort=1
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 rm -rf "$out/whl" "$out"/*.deb; mkdir -p "$out/whl"
 
@@ -34,11 +38,18 @@ log "2/5 the Windows modules the harness and wineboot load (WINEDEBUG=+loaddll)"
 cat > "$work/wrap.sh" <<WRAP
 #!/bin/bash
 export WINEDEBUG=+loaddll WINEPREFIX=$work/prefix
+export DMLH_EXE=\${ORT_HOST_EXE:-$harness/build/dml_harness.exe}
 exec $harness/run_under_wine.sh "\$@" 2>>$work/loaddll.log
 WRAP
 chmod +x "$work/wrap.sh"
 dmlconform run "$root/test_vectors/seed" --backend native --harness "$work/wrap.sh" >/dev/null 2>&1 || true
 grep -q 'directml.dll' <(tr A-Z a-z < "$work/loaddll.log") || { log "the harness did not load DirectML.dll under Wine"; exit 1; }
+if [ -n "$with_ort" ]; then
+    # The host's modules: one seed case on the DirectML EP (a session loads onnxruntime.dll's imports too).
+    ORT_HOST_EXE="$ort/build/ort_dml_host.exe" dmlconform run "$root/test_vectors/seed" -k relu --backend onnxruntime \
+        --ep dml --harness "$work/wrap.sh" --timeout 300 >/dev/null 2>&1 || true
+    grep -q 'onnxruntime.dll' <(tr A-Z a-z < "$work/loaddll.log") || { log "the ONNX Runtime host did not load onnxruntime.dll"; exit 1; }
+fi
 grep -o 'Loaded L"[^"]*"' "$work/loaddll.log" | sed 's/Loaded L"//; s/"$//; s/\\\\/\//g' |
     awk -F/ '{print tolower($NF)}' | sort -u > "$work/keep.txt"
 # Loaded by the loader itself, by wineboot's helpers, or by onnxruntime.dll (examples/ort_dml_host).
@@ -77,6 +88,11 @@ for l in $(cat "$work/libs.txt"); do { ldd "$l" 2>/dev/null || true; } | awk '$2
     sort -u >> "$work/libs.txt"
 sort -u "$work/libs.txt" | grep -v -E '/(libc|libm|libdl|libpthread|librt)\.so|ld-linux' | xargs -I{} cp -L {} "$t/opt/wlibs/"
 cp "$harness/build/dml_harness.exe" "$harness/build/DirectML.dll" "$harness/run_under_wine.sh" "$t/opt/dml/"
+if [ -n "$with_ort" ]; then
+    mkdir -p "$t/opt/ort"
+    cp "$ort/build/ort_dml_host.exe" "$ort/build/onnxruntime.dll" "$ort/build/onnxruntime_providers_shared.dll" "$t/opt/ort/"
+    ln "$t/opt/dml/DirectML.dll" "$t/opt/ort/DirectML.dll"
+fi
 tar -C "$t" -cf - . | xz -T0 -7 > "$out/wine.tar.xz"
 
 log "5/5 vkcheck, wheels for Python $py, the stack record"
@@ -92,6 +108,7 @@ python3 -m pip download -q --only-binary=:all: --python-version "$py" --platform
     echo "directml: DirectML.dll sha256 $(sha256sum "$harness/build/DirectML.dll" | cut -d' ' -f1)"
     echo "harness: dml_harness.exe sha256 $(sha256sum "$harness/build/dml_harness.exe" | cut -d' ' -f1)"
     echo "xvfb: $(dpkg-query -W -f='${Version}' xvfb)"
+    [ -z "$with_ort" ] || echo "ort host: ort_dml_host.exe sha256 $(sha256sum "$ort/build/ort_dml_host.exe" | cut -d' ' -f1), onnxruntime.dll sha256 $(sha256sum "$ort/build/onnxruntime.dll" | cut -d' ' -f1)"
 } > "$out/PACKED.txt"
 cp "$here/run.sh" "$out/run.sh"
 cat "$out/PACKED.txt" >&2

@@ -5,6 +5,8 @@
 # Run it as root from the project root, with the bundle at .gl (or BUNDLE=path):
 #
 #   bash examples/dml_harness/device/run.sh --tier standard --jobs 8 --json results/h100.json
+#   bash examples/dml_harness/device/run.sh --ort --tier standard --json results/ort.json
+#                                   onnxruntime-directml's DirectML EP through examples/ort_dml_host (packed with it)
 #   bash examples/dml_harness/device/run.sh --exec CMD ARGS...     any command, in the same environment
 #                                                                   ($DMLH_WRAPPER is the --harness command)
 # Environment: BUNDLE (default .gl), STACK_FILE (where the stack record goes; default: stderr), NO_BASELINE=1
@@ -57,6 +59,13 @@ fi
     echo "python: $(python3 --version 2>&1), numpy $(python3 -c 'import numpy; print(numpy.__version__)')"
 } > "${STACK_FILE:-/dev/stderr}"
 
+if [ "${1:-}" = "--ort" ]; then
+    shift
+    [ -f /opt/ort/ort_dml_host.exe ] || { log "the bundle has no ONNX Runtime host: build examples/ort_dml_host, pack again"; exit 2; }
+    # No baseline: the ORT host's known deviations are lavapipe's (examples/ort_dml_host/baseline-*-lavapipe.csv).
+    export DMLH_EXE=/opt/ort/ort_dml_host.exe
+    exec python3 -m dmlconform run --backend onnxruntime --ep dml --harness "$DMLH_WRAPPER" --timeout 300 "$@"
+fi
 if [ "${1:-}" = "--exec" ]; then
     shift
     exec "$@"
