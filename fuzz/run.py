@@ -65,9 +65,11 @@ def fuzz_one(name: str, seconds: int, corpus: Path, crashes: Path, extra: list[s
     command = [sys.executable, "-m", "fuzz", name, *LIBFUZZER_OPTIONS, f"-max_total_time={seconds}",
                f"-artifact_prefix={crashes}/", *([f"-dict={dictionary}"] if dictionary.exists() else []), *extra,
                str(corpus)]
+    # The project first, then whatever PYTHONPATH already holds (packages installed with --target, say).
+    path = os.pathsep.join(filter(None, (str(HERE.parent), os.environ.get("PYTHONPATH"))))
     started = time.monotonic()
     process = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True, errors="replace",
-                             env={**os.environ, "PYTHONPATH": str(HERE.parent)}, check=False)
+                             env={**os.environ, "PYTHONPATH": path}, check=False)
     outcome = Outcome(name, time.monotonic() - started, tail=process.stderr[-4000:])
     found = _DONE.findall(process.stderr) or _PROGRESS.findall(process.stderr)
     if found:

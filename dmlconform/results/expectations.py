@@ -164,7 +164,7 @@ def _compile(path: Path, text: str, where: str, field_name: str) -> re.Pattern[s
         raise ResultsError(path, "is empty", where, field_name)
     try:
         return re.compile(text)
-    except re.error as exc:
+    except (re.error, OverflowError, RecursionError) as exc:  # 'a{99999999999}' overflows, deep nesting recurses
         raise ResultsError(path, f"{text!r} is not a regular expression ({exc})", where, field_name) from None
 
 

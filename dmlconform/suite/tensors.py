@@ -16,6 +16,7 @@ import numpy as np
 from dmlconform.dtypes import DataType
 from dmlconform.npy_file import NpyError, NpyHeader, read_array
 from dmlconform.ops.base import TensorDesc
+from dmlconform.suite import one_line
 from dmlconform.suite.generate import generate
 from dmlconform.values import elements_to_array
 
@@ -26,9 +27,12 @@ MAX_ELEMENTS = 2**28
 
 
 class TensorError(ValueError):
+    """A tensor source that cannot be read; field and message are one line each (line breaks from the input, a key
+    or an archive's member name, are shown escaped)."""
+
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
+        super().__init__(one_line(message))
+        self.field = one_line(field)
 
 
 class Archives:

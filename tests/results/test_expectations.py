@@ -30,6 +30,8 @@ def expectations(tmp_path: Path, baseline: str = "", skips: str | None = None, f
     ("# comment\ns/a\n", "fails.csv: line 2: has 1 fields"),
     ("s/a,PASS\n", "fails.csv: line 1: field STATUS: 'PASS' is not a status a baseline can expect"),
     ("s/(a,FAIL\n", "fails.csv: line 1: field case_id_or_regex: 's/(a' is not a regular expression"),
+    # Found by fuzz/fuzz_expectations.py: re.compile raises OverflowError, not re.error, for this.
+    ("s/b{99999999999},FAIL\n", "field case_id_or_regex: 's/b{99999999999}' is not a regular expression"),
     (",FAIL\n", "fails.csv: line 1: field case_id_or_regex: is empty"),
 ])
 def test_a_malformed_baseline_names_file_line_and_field(tmp_path: Path, text: str, words: str) -> None:
