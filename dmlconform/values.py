@@ -55,10 +55,10 @@ def _from_bits(text: str, dtype: DataType) -> np.generic:
     digits = text[2:]
     if not digits or len(digits) > dtype.bits // 4:
         raise ValueError(f"hex pattern {text!r} must have 1 to {dtype.bits // 4} digits for {dtype.name}")
-    try:
-        bits = int(digits, 16)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a hex bit pattern") from None
+    # Hex digits only: int() would also take a sign, underscores and spaces ('0x-e0' is -224, no bit pattern).
+    if digits.strip("0123456789abcdefABCDEF"):
+        raise ValueError(f"{text!r} is not a hex bit pattern")
+    bits = int(digits, 16)
     return np.array([bits], dtype=dtype.bits_dtype).view(dtype.numpy)[0]
 
 

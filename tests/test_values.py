@@ -22,6 +22,9 @@ def test_64_bit_integers_are_exact():
     (256, DataType.UINT8, "outside the range"), (-1, DataType.UINT32, "outside the range"),
     (1.5, DataType.INT32, "not an integer"), ("nan", DataType.INT8, "not a number"),
     (70000.0, DataType.FLOAT16, "overflows FLOAT16"), ("0x12345", DataType.FLOAT16, "1 to 4 digits"),
+    # Found by fuzz/fuzz_suite_generate.py: int() took '-e0' as -224, which numpy refused with OverflowError.
+    ("0x-e0", DataType.FLOAT16, "not a hex bit pattern"), ("0x e0", DataType.FLOAT16, "not a hex bit pattern"),
+    ("0x1_0", DataType.FLOAT16, "not a hex bit pattern"),
     (True, DataType.FLOAT32, "boolean"), ("abc", DataType.FLOAT32, "not a number"), ([1], DataType.FLOAT32, "not a number"),
 ])
 def test_bad_elements_are_refused_with_position(value, dtype, message):
