@@ -120,6 +120,7 @@ def command_imports(package: Path, planted: Mapping[Path, str] = MappingProxyTyp
     return problems
 
 
+@pytest.mark.slow
 def test_no_module_imports_a_layer_above_its_own() -> None:
     assert upward_imports(PACKAGE) == []
 

@@ -85,6 +85,7 @@ def test_injected_crash_hang_and_garbage_hit_exactly_their_cases() -> None:
         assert got[case_id][0] is expected[case_id], f"{case_id}: {got[case_id]}"
 
 
+@pytest.mark.slow
 def test_crash_by_signal_names_the_signal() -> None:
     cases = load([SEED])[:2]
     got = statuses(cases, f"{HARNESS} --crash-on '^{cases[0].full_id}$' --crash-mode abort")
@@ -108,6 +109,7 @@ def test_each_kind_of_garbage_is_an_error_and_the_next_case_still_runs(mode: str
     assert got[second][0] is Status.PASS, got[second]
 
 
+@pytest.mark.slow
 def test_removed_device_is_a_crash_with_the_reason_and_the_harness_restarts() -> None:
     cases = load([SEED])[:3]
     got = statuses(cases, f"{HARNESS} --device-removed-on '^{cases[1].full_id}$'")

@@ -22,6 +22,9 @@ from dmlconform.runner import run_cases
 from dmlconform.suite.loader import load_suite
 from tests.backends.test_onnxruntime_backend import make_case
 
+#: Each test starts host processes (Wine for the real host): seconds, not the quick loop.
+pytestmark = pytest.mark.slow
+
 HOST = "python -m dmlconform.harness.model_host"
 SEED = Path(__file__).resolve().parents[2] / "test_vectors" / "seed" / "seed_examples.yaml"
 

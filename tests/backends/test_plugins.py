@@ -84,6 +84,7 @@ def test_a_plugin_backend_runs_cases_and_a_broken_one_fails_in_one_line(site: Pa
     assert type(create_backend("numpy", BackendOptions())).__module__ == "dmlconform.backends.numpy_backend"
 
 
+@pytest.mark.slow
 def test_dmlconform_run_uses_a_plugin_in_its_worker_processes(site: Path, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
     ran = subprocess.run([sys.executable, "-m", "dmlconform", "run", "--backend", "example-reference", str(SEED),

@@ -260,6 +260,7 @@ def test_a_baseline_sneaked_in_is_caught(numpy_package: Path, suite_root: Path, 
         assert refused.exit_code == 2 and "No such option" in refused.output
 
 
+@pytest.mark.slow
 def test_shards_merged_are_valid_and_a_missing_shard_is_caught(suite_root: Path, waivers: Path,
                                                               tmp_path: Path) -> None:
     shards = []
@@ -447,6 +448,7 @@ def test_the_standard_tier_certifies_the_reference_end_to_end(tmp_path: Path) ->
     assert document["suite"]["cases"] == cases and document["verdict"]["matched"] == cases
 
 
+@pytest.mark.slow
 def test_fields_of_the_wrong_kind_are_problems_never_a_traceback(numpy_package: Path, suite_root: Path,
                                                                  tmp_path: Path) -> None:
     from dmlconform.certification.manifest import suite_files

@@ -93,6 +93,7 @@ def test_select_with_k():
     assert result.exit_code == 0 and "3 cases" in result.output
 
 
+@pytest.mark.slow
 def test_unusable_input_exits_2_with_one_line_and_no_traceback(tmp_path):
     bad = write(tmp_path, [with_(RELU, "inputs.InputTensor.dtype", "FLOAT8")])
     for args in ([str(bad)], [str(tmp_path / "missing.yaml")], ["-k", "a and"], ["--feature-level", "9_9"],

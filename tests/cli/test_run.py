@@ -237,6 +237,7 @@ def test_help_imports_neither_onnxruntime_nor_torch() -> None:
 
 @pytest.mark.skipif(os.name == "nt", reason="POSIX permissions")
 @pytest.mark.parametrize("umask", [0o002, 0o027])
+@pytest.mark.slow
 def test_reports_journals_and_artifacts_honour_the_umask(tmp_path: Path, broken_suite: Path, umask: int) -> None:
     """Every file a run writes gets 0666 less the umask, as open() gives it (before: 0600 for the reports)."""
     out = tmp_path / "out"

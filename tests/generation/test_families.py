@@ -96,6 +96,7 @@ def _bundled(tier: Tier = Tier.STANDARD):
     return load_paths([bundled_suites()], tier)
 
 
+@pytest.mark.slow
 def test_fp32_denormals_come_in_x_only_in_dy_only_and_in_both_each_with_its_candidates():
     from dmlconform.generation.freeze import is_fp32_denormal
 
@@ -114,6 +115,7 @@ def test_fp32_denormals_come_in_x_only_in_dy_only_and_in_both_each_with_its_cand
     assert len(seen) == 6, seen  # ReluGrad and ClipGrad1, three placements each
 
 
+@pytest.mark.slow
 def test_the_input_flushed_candidate_flushes_the_comparison_and_keeps_the_selected_gradient():
     from dmlconform.generation.freeze import is_fp32_denormal
 
@@ -131,6 +133,7 @@ def test_the_input_flushed_candidate_flushes_the_comparison_and_keeps_the_select
     assert checked >= 2
 
 
+@pytest.mark.slow
 def test_knife_edge_cases_hold_open_picks_and_a_wrong_rounding_direction_still_fails():
     """Every knife-edge case has first-axis coordinates the D3D rule leaves open (what a stack's own division shows
     there), and every NEAREST one fails a driver that swaps the rounding direction (the second axis)."""

@@ -30,6 +30,9 @@ from dmlconform.feature_levels import HIGHEST
 from dmlconform.runner import run_case
 from tests.backends.test_onnxruntime_backend import make_case
 
+#: Each test starts host processes (Wine for the real host): seconds, not the quick loop.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 HOST_DIR = ROOT / "examples" / "ort_dml_host"
 WINE = os.environ.get("WINE", "/usr/lib/wine/wine64")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -37,6 +38,7 @@ def _places(node, path=()):
 
 @PROPERTIES
 @given(made=runs(), data=st.data())
+@pytest.mark.slow
 def test_a_mutated_document_is_refused_in_one_line_or_reported(made, data) -> None:
     """Mutated documents: a ResultsError of one line naming the field, or a run every command can report on."""
     document = json.loads(json.dumps(to_document(made)))

@@ -37,6 +37,7 @@ def peak_and_outcome(suite: Path) -> tuple[int, str]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM from /proc")
+@pytest.mark.slow
 def test_the_zip_bomb_is_refused_in_well_under_100_mb(tmp_path: Path) -> None:
     (tmp_path / "bomb").mkdir()
     bomb = zip_bomb(tmp_path / "bomb" / "a.npz")

@@ -122,6 +122,7 @@ def test_the_flag_raises_a_limit_and_a_bad_one_is_a_usage_error(tmp_path):
     assert bad.exit_code == 2 and "--suite-limit" in bad.output
 
 
+@pytest.mark.slow
 def test_the_defaults_admit_every_bundled_tier():
     """The full tier is generated on demand (minutes), so this checks the committed tiers and the sizes the full
     one is known to have (docs/fuzzing.md gives the measured figures; benchmarks/bench_hostile_memory.py --full
