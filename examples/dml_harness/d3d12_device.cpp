@@ -136,40 +136,50 @@ std::string wine_version() {
     return get ? std::string(get()) : std::string();
 }
 
-// Loads DirectML.dll; returns an error message or "".
-static std::string load_directml(DmlDevice& dev, const DeviceOptions& opt) {
+LoadedModule load_module(const std::string& given_path, const char* file_name) {
     std::vector<std::string> tries;
-    if (!opt.dml_path.empty()) tries.push_back(opt.dml_path);
+    if (!given_path.empty()) tries.push_back(given_path);
     else {
         std::string dir = exe_dir();
-        if (!dir.empty()) tries.push_back(dir + "\\DirectML.dll");
-        tries.push_back("DirectML.dll");
+        if (!dir.empty()) tries.push_back(dir + "\\" + file_name);
+        tries.push_back(file_name);
     }
-    std::string why;
+    LoadedModule loaded;
     for (const std::string& t : tries) {
         std::wstring w = widen(t);
         bool has_dir = t.find_first_of("\\/") != std::string::npos;
         if (has_dir && GetFileAttributesW(w.c_str()) == INVALID_FILE_ATTRIBUTES) {
-            why += strf("%s%s: not found", why.empty() ? "" : "; ", t.c_str());
+            loaded.why += strf("%s%s: not found", loaded.why.empty() ? "" : "; ", t.c_str());
             continue;
         }
         HMODULE m = has_dir ? LoadLibraryExW(w.c_str(), nullptr, LOAD_WITH_ALTERED_SEARCH_PATH) : LoadLibraryW(w.c_str());
         if (!m) {
-            why += strf("%s%s: LoadLibrary error %lu", why.empty() ? "" : "; ", t.c_str(), GetLastError());
+            loaded.why += strf("%s%s: LoadLibrary error %lu", loaded.why.empty() ? "" : "; ", t.c_str(), GetLastError());
             continue;
         }
-        dev.dml_module = m;
+        loaded.module = m;
         wchar_t path[MAX_PATH * 2];
         DWORD n = GetModuleFileNameW(m, path, DWORD(sizeof path / sizeof path[0]));
         if (n && n < sizeof path / sizeof path[0]) {
-            dev.dml_path = utf8(path);
-            dev.dml_version = file_version(path);
+            loaded.path = utf8(path);
+            loaded.version = file_version(path);
         } else {
-            dev.dml_path = t;
+            loaded.path = t;
         }
-        return std::string();
+        return loaded;
     }
-    return "cannot load DirectML.dll (" + why + "); pass --dml PATH or put DirectML.dll next to the program";
+    return loaded;
+}
+
+// Loads DirectML.dll; returns an error message or "".
+static std::string load_directml(DmlDevice& dev, const DeviceOptions& opt) {
+    LoadedModule loaded = load_module(opt.dml_path, "DirectML.dll");
+    if (!loaded.module)
+        return "cannot load DirectML.dll (" + loaded.why + "); pass --dml PATH or put DirectML.dll next to the program";
+    dev.dml_module = loaded.module;
+    dev.dml_path = loaded.path;
+    dev.dml_version = loaded.version;
+    return std::string();
 }
 
 std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt) {

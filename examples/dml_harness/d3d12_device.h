@@ -41,6 +41,17 @@ std::string exe_dir();  // the folder of the running program, UTF-8
 std::string compiler_name();  // "mingw-w64 g++ 12.2.0", "MSVC 1939"
 std::string wine_version();   // wine_get_version() from ntdll under Wine; "" on Windows
 
+// A DLL loaded from the given path, else from beside the program, else from the DLL search path: the first of
+// those that loads. A path with a folder is loaded with the altered search path, so that the DLL finds the DLLs
+// beside it (onnxruntime.dll its providers and DirectML.dll).
+struct LoadedModule {
+    HMODULE module = nullptr;
+    std::string path;     // where it was loaded from (UTF-8)
+    std::string version;  // its file version, or ""
+    std::string why;      // when module is null: each place tried and why it failed
+};
+LoadedModule load_module(const std::string& given_path, const char* file_name);
+
 // DML_TENSOR_DATA_TYPE names and element sizes, indexed by the enum value (1..11).
 extern const char* const kTypeNames[12];
 extern const unsigned kTypeBytes[12];

@@ -183,37 +183,14 @@ static std::string status_text(Runtime& rt, ort::Status* st, int* code = nullptr
 }
 
 static std::string load_onnxruntime(Runtime& rt) {
-    std::vector<std::string> tries;
-    if (!rt.opt.ort_path.empty()) tries.push_back(rt.opt.ort_path);
-    else {
-        std::string dir = dmlh::exe_dir();
-        if (!dir.empty()) tries.push_back(dir + "\\onnxruntime.dll");
-        tries.push_back("onnxruntime.dll");
-    }
-    std::string why;
-    for (const std::string& t : tries) {
-        std::wstring w = dmlh::widen(t);
-        bool has_dir = t.find_first_of("\\/") != std::string::npos;
-        if (has_dir && GetFileAttributesW(w.c_str()) == INVALID_FILE_ATTRIBUTES) {
-            why += strf("%s%s: not found", why.empty() ? "" : "; ", t.c_str());
-            continue;
-        }
-        // The altered search path makes onnxruntime.dll find onnxruntime_providers_shared.dll (and DirectML.dll)
-        // in its own folder.
-        HMODULE m = has_dir ? LoadLibraryExW(w.c_str(), nullptr, LOAD_WITH_ALTERED_SEARCH_PATH) : LoadLibraryW(w.c_str());
-        if (!m) {
-            why += strf("%s%s: LoadLibrary error %lu", why.empty() ? "" : "; ", t.c_str(), GetLastError());
-            continue;
-        }
-        rt.module = m;
-        wchar_t path[MAX_PATH * 2];
-        DWORD n = GetModuleFileNameW(m, path, DWORD(sizeof path / sizeof path[0]));
-        rt.ort_path = (n && n < sizeof path / sizeof path[0]) ? dmlh::utf8(path) : t;
-        if (n && n < sizeof path / sizeof path[0]) rt.ort_file_version = dmlh::file_version(path);
-        return std::string();
-    }
-    return "cannot load onnxruntime.dll (" + why + "); pass --onnxruntime PATH or put onnxruntime.dll (with "
-           "onnxruntime_providers_shared.dll) next to the host";
+    dmlh::LoadedModule loaded = dmlh::load_module(rt.opt.ort_path, "onnxruntime.dll");
+    if (!loaded.module)
+        return "cannot load onnxruntime.dll (" + loaded.why + "); pass --onnxruntime PATH or put onnxruntime.dll (with "
+               "onnxruntime_providers_shared.dll) next to the host";
+    rt.module = loaded.module;
+    rt.ort_path = loaded.path;
+    rt.ort_file_version = loaded.version;
+    return std::string();
 }
 
 // The checks of ort_api.h: the version, then calls whose answers show that the slots hold what the header says.
