@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 from dmlconform import harness_protocol as protocol
-from dmlconform.harness.server import CRASH_MODES, GARBAGE_MODES, Faults, HarnessServer
-
-
-def _pattern(text: str) -> re.Pattern[str]:
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression: {exc}") from None
+from dmlconform.harness.server import CRASH_MODES, GARBAGE_MODES, Faults, HarnessServer, regex_argument
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -24,17 +16,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--variant", help="reference behaviour where the docs are silent (numpy backend)")
     parser.add_argument("--ep", default="auto", help="execution provider (onnxruntime backend)")
     faults = parser.add_argument_group("fault injection (REGEX is searched in '<suite>/<id>')")
-    faults.add_argument("--crash-on", type=_pattern, metavar="REGEX", help="exit abruptly on matching cases")
+    faults.add_argument("--crash-on", type=regex_argument, metavar="REGEX", help="exit abruptly on matching cases")
     faults.add_argument("--crash-mode", choices=CRASH_MODES, default="exit",
                         help="how to crash: os._exit(86) or abort() (default: exit)")
-    faults.add_argument("--hang-on", type=_pattern, metavar="REGEX", help="never answer matching cases")
-    faults.add_argument("--garbage-on", type=_pattern, metavar="REGEX", help="answer matching cases with a "
+    faults.add_argument("--hang-on", type=regex_argument, metavar="REGEX", help="never answer matching cases")
+    faults.add_argument("--garbage-on", type=regex_argument, metavar="REGEX", help="answer matching cases with a "
                         "malformed reply")
     faults.add_argument("--garbage-mode", choices=GARBAGE_MODES, default="size",
                         help="which malformation (default: size, a tensor whose bytes disagree with its Sizes)")
-    faults.add_argument("--device-removed-on", type=_pattern, metavar="REGEX",
+    faults.add_argument("--device-removed-on", type=regex_argument, metavar="REGEX",
                         help="report a removed device (TDR) on matching cases, then exit")
-    faults.add_argument("--flaky-on", type=_pattern, metavar="REGEX",
+    faults.add_argument("--flaky-on", type=regex_argument, metavar="REGEX",
                         help="answer matching cases wrongly one time in two (the 1st, 3rd, ... request for each)")
     faults.add_argument("--delay", type=float, default=0.0, metavar="S", help="wait S seconds before each answer")
     faults.add_argument("--log-served", type=Path, metavar="FILE",

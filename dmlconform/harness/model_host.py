@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 from typing import Any, BinaryIO
@@ -19,6 +18,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from dmlconform import harness_protocol as protocol
+from dmlconform.harness.server import regex_argument
 from dmlconform.harness_protocol import Frame, ProtocolError, StreamEnded
 
 #: What a refusal of a graph by a GPU provider looks like when it comes from ONNX Runtime with CPU fallback
@@ -27,23 +27,17 @@ FALLBACK_MESSAGE = ("This session contains graph nodes that are assigned to the 
                     "EP has been explicitly disabled by the user.")
 
 
-def _pattern(text: str) -> re.Pattern[str]:
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression: {exc}") from None
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m dmlconform.harness.model_host", description=__doc__)
     parser.add_argument("--ep", default="cpu", help="the backend's --ep (accepted; the models run on the CPU EP)")
     parser.add_argument("--provider", default="", help="provider name to claim in the handshake "
                         "(default: CPUExecutionProvider for --ep cpu, DmlExecutionProvider for --ep dml)")
     faults = parser.add_argument_group("fault injection (REGEX is searched in the request id)")
-    faults.add_argument("--crash-on", type=_pattern, metavar="REGEX", help="exit abruptly (status 86)")
-    faults.add_argument("--hang-on", type=_pattern, metavar="REGEX", help="never answer")
-    faults.add_argument("--garbage-on", type=_pattern, metavar="REGEX", help="answer with bytes that are no frame")
-    faults.add_argument("--refuse-on", type=_pattern, metavar="REGEX",
+    faults.add_argument("--crash-on", type=regex_argument, metavar="REGEX", help="exit abruptly (status 86)")
+    faults.add_argument("--hang-on", type=regex_argument, metavar="REGEX", help="never answer")
+    faults.add_argument("--garbage-on", type=regex_argument, metavar="REGEX",
+                        help="answer with bytes that are no frame")
+    faults.add_argument("--refuse-on", type=regex_argument, metavar="REGEX",
                         help="refuse the graph as a provider with CPU fallback disabled does, naming its first node "
                         "as placed on the CPU EP")
     faults.add_argument("--working-set-mib", type=int, default=0, metavar="N",

@@ -7,6 +7,7 @@ garbage, device removal on chosen case ids) lets tests prove the runner survives
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import re
@@ -246,3 +247,11 @@ class HarnessServer:
             entries[0]["nbytes"] -= itemsize
             header = {"type": "result", "id": case_id, "status": "ok", "outputs": entries}
             self.send(protocol.encode_frame(header, payload))
+
+
+def regex_argument(text: str) -> re.Pattern[str]:
+    """An argparse type for the fault-injection options (--crash-on REGEX, ...) of the harnesses' command lines."""
+    try:
+        return re.compile(text)
+    except (re.error, OverflowError, RecursionError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression: {exc}") from None

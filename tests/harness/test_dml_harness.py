@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 from collections.abc import Iterator
 from functools import cache
@@ -24,10 +23,10 @@ import pytest
 
 from dmlconform import harness_protocol as protocol
 from dmlconform.backends.native import NativeBackend
+from tests.harness.wine_tools import missing_wine_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS_DIR = ROOT / "examples" / "dml_harness"
-WINE = os.environ.get("WINE", "/usr/lib/wine/wine64")
 DLL_PLACES = [Path(p) for p in (os.environ.get("DMLH_DIRECTML_DLL", ""),) if p] + [
     HARNESS_DIR / "build" / "DirectML.dll",
     Path("/opt/dmlconform-wine/prefix/drive_c/windows/system32/DirectML.dll"),
@@ -41,12 +40,9 @@ pytestmark = pytest.mark.slow
 
 
 def _missing() -> str:
-    if shutil.which("x86_64-w64-mingw32-g++") is None:
-        return "x86_64-w64-mingw32-g++ not found (apt-get install mingw-w64)"
-    if not os.access(WINE, os.X_OK):
-        return f"no Wine loader at {WINE} (apt-get install wine64)"
-    if not os.environ.get("DISPLAY") and shutil.which("Xvfb") is None:
-        return "neither DISPLAY nor Xvfb (apt-get install xvfb): Wine's DXGI needs an X display"
+    tools = missing_wine_tools()
+    if tools:
+        return tools
     if not any(p.is_file() for p in DLL_PLACES):
         return ("DirectML.dll not found (run examples/dml_harness/get_directml.sh or set DMLH_DIRECTML_DLL); "
                 f"looked in {', '.join(map(str, DLL_PLACES))}")

@@ -29,13 +29,13 @@ from dmlconform.case_result import Status
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.runner import run_case
 from tests.backends.test_onnxruntime_backend import make_case
+from tests.harness.wine_tools import missing_wine_tools
 
 #: Each test starts host processes (Wine for the real host): seconds, not the quick loop.
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_DIR = ROOT / "examples" / "ort_dml_host"
-WINE = os.environ.get("WINE", "/usr/lib/wine/wine64")
 DLLS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "DirectML.dll")
 #: Wine start-up plus ONNX Runtime, device creation and a first session; generous for a loaded machine.
 TIMEOUT_S = 240.0
@@ -49,12 +49,9 @@ def _dll_dir() -> Path | None:
 
 
 def _missing() -> str:
-    if shutil.which("x86_64-w64-mingw32-g++") is None:
-        return "x86_64-w64-mingw32-g++ not found (apt-get install mingw-w64)"
-    if not os.access(WINE, os.X_OK):
-        return f"no Wine loader at {WINE} (apt-get install wine64)"
-    if not os.environ.get("DISPLAY") and shutil.which("Xvfb") is None:
-        return "neither DISPLAY nor Xvfb (apt-get install xvfb): Wine's DXGI needs an X display"
+    tools = missing_wine_tools()
+    if tools:
+        return tools
     if _dll_dir() is None:
         return (f"{', '.join(DLLS)} not found (run examples/ort_dml_host/get_onnxruntime.sh or set "
                 "ORT_DML_HOST_DLLS)")
