@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dmlconform.certification import PACKAGE_TIERS
-from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, make_console
+from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, make_console, parse_shard_option
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -134,18 +134,11 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     from dmlconform.certification.waivers import DeviceIdentity, apply_waivers
     from dmlconform.cli.common import parse_level
     from dmlconform.cli.execution import RunRequest, execute
-    from dmlconform.run_result import Shard
     from dmlconform.runner import KeepOutputs
-    from dmlconform.suite.shard import parse_shard
 
     level = parse_level(level_text)
     assert level is not None
-    shard = None
-    if shard_text is not None:
-        try:
-            shard = Shard(*parse_shard(shard_text))
-        except ValueError as exc:
-            fail(f"--shard: {exc}")
+    shard = parse_shard_option(shard_text)
     waivers, waivers_raw = _load_waivers(waivers_path)
     for path in harness_files:
         if not path.is_file():

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from dmlconform.case import Case
     from dmlconform.feature_levels import FeatureLevel
     from dmlconform.results.expectations import Expectations
-    from dmlconform.run_result import RunResult
+    from dmlconform.run_result import RunResult, Shard
     from dmlconform.suite.limits import SuiteLimits
     from dmlconform.suite.loader import SuiteParser
 
@@ -141,6 +141,19 @@ def parse_level(text: str | None) -> FeatureLevel | None:
         return FeatureLevel.parse(text)
     except ValueError as exc:
         fail(f"--feature-level: {exc}")
+
+
+def parse_shard_option(text: str | None) -> Shard | None:
+    """`--shard I/N` as a Shard; a malformed one is a usage error (exit 2)."""
+    from dmlconform.run_result import Shard
+    from dmlconform.suite.shard import parse_shard
+
+    if text is None:
+        return None
+    try:
+        return Shard(*parse_shard(text))
+    except ValueError as exc:
+        fail(f"--shard: {exc}")
 
 
 def write_reports(run: RunResult, json_path: Path | None, junit_path: Path | None, failures_path: Path | None,

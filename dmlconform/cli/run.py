@@ -17,6 +17,7 @@ from dmlconform.cli.common import (
     fail,
     make_console,
     parse_level,
+    parse_shard_option,
     suite_limit_option,
     write_reports,
 )
@@ -115,17 +116,10 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
     from dmlconform.report.console import render
     from dmlconform.results import ResultsError
     from dmlconform.results.expectations import load_expectations
-    from dmlconform.run_result import Shard
     from dmlconform.runner import KeepOutputs
-    from dmlconform.suite.shard import parse_shard
 
     level = parse_level(level_text)
-    shard = None
-    if shard_text is not None:
-        try:
-            shard = Shard(*parse_shard(shard_text))
-        except ValueError as exc:
-            fail(f"--shard: {exc}")
+    shard = parse_shard_option(shard_text)
     if resume and journal_path is None and json_path is None:
         fail("--resume needs the journal: give --journal FILE, or --json FILE to use the journal beside it")
     try:
