@@ -4,7 +4,13 @@ of them is what they hold."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
+
+import pytest
 
 from dmlconform.case_result import Status
 from dmlconform.results.document import read_document
@@ -42,3 +48,30 @@ def test_both_stacks_came_out_the_same_case_for_case_and_fail_only_the_baselined
     devices = {run.backend.device for run in runs.values()}
     assert devices == {"llvmpipe (LLVM 15.0.6, 256 bits)", "NVIDIA H100 80GB HBM3"}
     assert {run.backend.extra.get("api") for run in runs.values()} == {"DirectML 1.15.4.0"}
+
+
+ORT_RESULTS = REPO / "examples" / "ort_dml_host" / "results"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder,ort,harness", [
+    (ORT_RESULTS, "standard-dml-wine-lavapipe.json", "standard-directml-harness-wine-lavapipe.json"),
+    (ORT_RESULTS / "h100", "standard-dml-h100.json", "standard-directml-harness-h100.json"),
+])
+def test_the_ort_dml_tables_are_derived_from_the_kept_results(tmp_path: Path, folder: Path, ort: str,
+                                                              harness: str) -> None:
+    """docs/onnxruntime-backend.md's per-operator tables are compare_with_harness.py's output over the kept results
+    and their outputs (artifacts.tar.xz), and every valid case of the standard tier was taken whole and passed."""
+    for name in (ort, harness):
+        shutil.copy(folder / name, tmp_path / name)
+    with tarfile.open(folder / "artifacts.tar.xz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    script = REPO / "examples" / "ort_dml_host" / "compare_with_harness.py"
+    made = subprocess.run([sys.executable, str(script), str(tmp_path / ort), str(tmp_path / harness), "--notes"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert made.returncode == 0, made.stderr
+    table = made.stdout.split("\n\n")[0].strip()
+    assert table in (REPO / "docs" / "onnxruntime-backend.md").read_text()
+    assert "| **all** | | | 1600 | 1600 | 0 | 0 | 1600 / 0 |" in table
+    summary = {r.status for r in read_document(tmp_path / ort).results}
+    assert summary == {Status.PASS, Status.INVALID_OK}
