@@ -1,7 +1,8 @@
 """Run the fuzz harnesses within a time budget: seed corpora built from the bundled suites and results, each
 harness under atheris (libFuzzer) in a process of its own, crashes kept, figures summed up.
 
-    python -m fuzz.run --budget 120                 # CI: every harness, 120 s shared out (plus start-up)
+    python -m fuzz.run --budget 120                 # every harness, 120 s shared out (plus start-up)
+    python -m fuzz.run --budget 90 --jobs 2         # CI: the same shares, two harnesses at a time
     python -m fuzz.run --budget 1200 --only suite_yaml,result_document
     python -m fuzz.run --replay                     # every kept crash and every seed once, without atheris
 
@@ -20,6 +21,7 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,7 +102,10 @@ def replay(names: list[str]) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--budget", type=int, default=120, help="seconds of fuzzing in all, shared out equally")
+    parser.add_argument("--budget", type=int, default=120,
+                        help="seconds of fuzzing in all, shared out equally among the harnesses")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="harnesses fuzzed at once, each in its own process (the wall time is about budget/jobs)")
     parser.add_argument("--only", help="comma-separated harness names (default: all)")
     parser.add_argument("--corpus", type=Path, default=HERE / "corpus")
     parser.add_argument("--crashes", type=Path, default=HERE / "crashes")
@@ -114,15 +119,21 @@ def main() -> int:
     sys.path.insert(0, str(HERE.parent))
     if args.replay:
         return replay(names)
+    if args.jobs < 1:
+        parser.error("--jobs must be 1 or more")
     share = max(args.budget // len(names), 1)
-    outcomes = []
-    for name in names:
+
+    def fuzz(name: str) -> Outcome:
         seed_corpus(name, args.corpus / name)
-        outcome = fuzz_one(name, share, args.corpus / name, args.crashes / name, args.libfuzzer)
-        outcomes.append(outcome)
-        print(f"{name:18} {outcome.seconds:6.0f} s {outcome.executions:>10,} runs  cov {outcome.coverage:>5}  "
-              f"ft {outcome.features:>6}  corpus {outcome.corpus:>5}  crashes {len(outcome.crashes or [])}",
-              flush=True)
+        return fuzz_one(name, share, args.corpus / name, args.crashes / name, args.libfuzzer)
+
+    outcomes = []
+    with ThreadPoolExecutor(args.jobs) as pool:  # each harness is a process of its own; threads only wait on them
+        for outcome in pool.map(fuzz, names):
+            outcomes.append(outcome)
+            print(f"{outcome.harness:18} {outcome.seconds:6.0f} s {outcome.executions:>10,} runs  "
+                  f"cov {outcome.coverage:>5}  ft {outcome.features:>6}  corpus {outcome.corpus:>5}  "
+                  f"crashes {len(outcome.crashes or [])}", flush=True)
     total = sum(o.executions for o in outcomes)
     print(f"{'all':18} {sum(o.seconds for o in outcomes):6.0f} s {total:>10,} runs")
     crashed = [o for o in outcomes if o.crashes]

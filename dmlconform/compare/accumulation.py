@@ -53,6 +53,11 @@ class Accumulation:
         return Accumulation(pick(self.value), pick(self.abs_sum), pick(self.count), pick(self.weight_factors),
                             pick(self.abs_gradient_sum), pick(self.coordinate_slack), pick(self.coordinate_terms))
 
+    def sums_at(self, flat: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """v and M alone at the given flat indices (`at`'s other fields can cost far more: see LazyAccumulation)."""
+        return (np.broadcast_to(self.value, shape).reshape(-1)[flat],
+                np.broadcast_to(self.abs_sum, shape).reshape(-1)[flat])
+
 
 class LazyAccumulation:
     """Accumulation data computed when asked for: at some elements (`at`), or for the whole output (`dense`,
@@ -67,6 +72,13 @@ class LazyAccumulation:
     def at(self, flat: np.ndarray, shape: tuple[int, ...] | None = None) -> Accumulation:
         """The data at `flat`, flat indices in ascending order (as the comparator finds them)."""
         raise NotImplementedError
+
+    def sums_at(self, flat: np.ndarray, shape: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """v and M alone at `flat` (ascending flat indices). What `show` reads of many references that differ only in
+        the gradient (dmlconform/triage/inspection.py); an operator whose other fields cost more than these (the
+        coordinate slack of ResampleGrad1) computes them on their own."""
+        asked = self.at(flat, shape)
+        return np.broadcast_to(asked.value, flat.shape), np.broadcast_to(asked.abs_sum, flat.shape)
 
     @cached_property
     def dense(self) -> Accumulation:

@@ -269,18 +269,22 @@ def _with_terms(case: Case, variant: str, elements: list[ElementDetail], notes: 
         notes.append(f"terms not listed: the gradient has {gradient.size} elements (listed up to {PROBE_LIMIT})")
         return elements
     weights: dict[tuple[str, tuple[int, ...]], list[Term]] = {key: [] for key in wanted}
+    shapes = {output: case.description.tensors[output].shape for output, _ in wanted}
+    flat_of = {(output, index): int(np.ravel_multi_index(index, shapes[output])) if index else 0
+               for output, index in wanted}
+    wanted_flat = {output: np.unique([flat_of[o, index] for o, index in wanted if o == output]) for output in shapes}
 
     def probe(start: int, stop: int) -> dict[tuple[str, tuple[int, ...]], tuple[float, float]]:
         """Per wanted element: Σ w and Σ |w| over the gradient elements start..stop-1."""
         ones = np.zeros_like(gradient)
         ones.flat[start:stop] = 1
         reference = case.op.reference(case.description, {**case.inputs, GRADIENT: ones}, variant)
-        sums = {}
-        for output, index in wanted:
-            accumulation, shape = reference.accumulation[output], case.description.tensors[output].shape
-            sums[(output, index)] = (float(np.broadcast_to(accumulation.value, shape)[index]),
-                                     float(np.broadcast_to(accumulation.abs_sum, shape)[index]))
-        return sums
+        found: dict[tuple[str, int], tuple[float, float]] = {}
+        for output, flat in wanted_flat.items():
+            values, magnitudes = reference.accumulation[output].sums_at(flat, shapes[output])
+            for i, value, magnitude in zip(flat, values, magnitudes, strict=True):
+                found[output, int(i)] = (float(value), float(magnitude))
+        return {key: found[key[0], flat_of[key]] for key in wanted}
 
     with np.errstate(all="ignore"):
         ranges = [(0, gradient.size)]  # a stack, lower half on top: sources are found in ascending order

@@ -17,13 +17,6 @@ def invoke(*args: str):
 
 
 @pytest.mark.slow
-def test_the_committed_tiers_are_exactly_what_the_generators_produce():
-    result = invoke("generate", "--check")
-    assert result.exit_code == 0, result.stdout + result.stderr
-    assert "smoke:" in result.stderr and "standard:" in result.stderr and "matches" in result.stderr
-
-
-@pytest.mark.slow
 def test_check_names_every_file_that_differs(tmp_path):
     shutil.copytree(bundled_suites() / "smoke", tmp_path / "smoke")
     target = tmp_path / "smoke" / "slice_grad.yaml"
@@ -93,7 +86,8 @@ def test_the_generators_give_the_same_bytes_whatever_simd_kernels_numpy_dispatch
     """Contract §5: generated suites are identical on every machine. NumPy picks sort, unique and reduction
     kernels by the CPU's SIMD width at start-up (np.unique over +0 and -0 kept either, by kernel), so a
     subprocess per setting regenerates the committed tiers with the wide kernels switched off and must find
-    every committed byte again: a machine with AVX2 only, or with no AVX at all, gives this machine's suites.
+    every committed byte again: a machine with AVX2 only, or with no AVX at all, gives this machine's suites. The
+    first setting, nothing switched off, is the plain check that the committed tiers are what the generators produce.
     (Shown to fail with np.unique in place of unique_sorted on an AVX-512 machine.)"""
     import os
     import subprocess
@@ -110,7 +104,7 @@ def test_the_generators_give_the_same_bytes_whatever_simd_kernels_numpy_dispatch
     for disabled, process in zip(settings, runs, strict=True):
         out, err = process.communicate(timeout=600)
         assert process.returncode == 0, f"NPY_DISABLE_CPU_FEATURES={' '.join(disabled)!r}:\n{out}{err}"
-        assert err.count("matches") == 2, err
+        assert "smoke:" in err and "standard:" in err and err.count("matches") == 2, err
 
 
 def test_unique_values_keep_plus_zero_for_both_zeros_in_any_order():

@@ -106,6 +106,12 @@ def check_against_the_old_kernel(op: object, old_kernel: object, desc: Descripti
             picked = np.sort(rng.choice(out.size, size=min(3, out.size), replace=False))
             assert_same_reference(out.reshape(-1)[picked], acc.at(picked, shape), old_out.reshape(-1)[picked],
                                   old.at(picked, shape), picked.shape)
+            # v and M alone (what `show` reads of its probes), as `at` gives them
+            at = acc.at(picked, shape)
+            value, abs_sum = acc.sums_at(picked, shape)
+            assert_same_reference(out.reshape(-1)[picked], Accumulation(value, abs_sum, at.count, at.weight_factors,
+                                                                        at.abs_gradient_sum, at.coordinate_slack),
+                                  old_out.reshape(-1)[picked], old.at(picked, shape), picked.shape)
         if op is MAX_POOLING_GRAD:
             assert acc.max_count() == int(old.count.max(initial=0))
 

@@ -48,3 +48,10 @@ def bundled_cases() -> list[Case]:
 @pytest.fixture(scope="session")
 def oracle_cases(bundled_cases: list[Case]) -> list[Case]:
     return oracle_share(bundled_cases)
+
+
+@pytest.fixture(scope="session")
+def scanned_oracle_cases(scanned_cases: list[Case]) -> list[Case]:
+    """The oracle's share of the tier that tier scans check (tests/conftest.py: smoke in the test command, the
+    standard tier, the same cases as oracle_cases, in .ci/run's scan step)."""
+    return oracle_share(scanned_cases)

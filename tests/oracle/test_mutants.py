@@ -1,7 +1,7 @@
 """Both promises of the oracle, on the bundled cases (the standard tier), through the real runner.
 
 A right answer passes: every legitimate simulated driver gets PASS or INVALID_OK on every case of the operators
-its knobs touch. A wrong answer fails: every simulated bug gets FAIL on at least one case; the cases are tried
+its knobs touch (a tier scan: the smoke tier in the test command, the standard tier in .ci/run). A wrong answer fails: every simulated bug gets FAIL on at least one case; the cases are tried
 cheapest first and the first FAIL is enough. Both run on the oracle's share of the tier (tests/oracle/conftest.py:
 every case up to ORACLE_COST, which is nearly all of them).
 """
@@ -47,9 +47,13 @@ def test_the_oracle_runs_on_nearly_every_case_and_every_knob_has_a_scope(bundled
     assert fields == set(KNOB_OPERATORS)
 
 
+# Every legitimate driver over every case is most of this module's time (~45 s of CPU on the standard tier): a tier
+# scan, on the smoke tier in the test command and on the standard tier in .ci/run's scan step. A bug needs only one
+# failing case, found early, so the test below keeps the standard tier everywhere.
+@pytest.mark.tier_scan
 @pytest.mark.parametrize("knobs", LEGITIMATE, ids=lambda k: k.name)
-def test_every_legitimate_variant_passes_every_bundled_case(knobs, oracle_cases):
-    cases = in_scope(knobs, oracle_cases)
+def test_every_legitimate_variant_passes_every_bundled_case(knobs, scanned_oracle_cases):
+    cases = in_scope(knobs, scanned_oracle_cases)
     assert cases
     results = run_cases(cases, SimulatedDriver(knobs)).results
     rejected = [f"{r.id}: {r.status.value} {r.message}" for r in results if r.status not in ACCEPTED]
