@@ -51,6 +51,22 @@ def test_both_stacks_came_out_the_same_case_for_case_and_fail_only_the_baselined
 
 
 ORT_RESULTS = REPO / "examples" / "ort_dml_host" / "results"
+KEPT_RESULTS = [*STACKS.values(), *sorted(ORT_RESULTS.glob("standard-*.json")), *sorted(ORT_RESULTS.glob("*/standard-*.json"))]
+
+
+@pytest.mark.slow
+def test_every_kept_result_was_taken_on_the_standard_tier_this_commit_ships():
+    """Evidence from real drivers speaks for the suites it ran: when the standard tier changes, the results above go
+    stale and must be taken again (examples/dml_harness/device/README.md, examples/ort_dml_host/README.md)."""
+    from dmlconform.cli import bundled_suites
+    from dmlconform.suite.fingerprint import selection_fingerprint
+    from dmlconform.suite.loader import load_paths
+
+    shipped = selection_fingerprint(load_paths([bundled_suites()]))
+    assert len(KEPT_RESULTS) == 6
+    stale = [f"{path.relative_to(REPO)}: {read_document(path).suite.fingerprint}" for path in KEPT_RESULTS
+             if read_document(path).suite.fingerprint != shipped]
+    assert not stale, f"taken on other suites than the standard tier's {shipped}:\n" + "\n".join(stale)
 
 
 @pytest.mark.slow
