@@ -182,6 +182,41 @@ static std::string load_directml(DmlDevice& dev, const DeviceOptions& opt) {
     return std::string();
 }
 
+const char kDeviceUsage[] =
+    "  --dml PATH              DirectML.dll to load (default: next to this exe, else the DLL search path)\n"
+    "  --adapter N             DXGI adapter index (default 0)\n"
+    "  --warp                  the WARP software adapter instead\n"
+    "  --debug-layer           the D3D12 debug layer and DML_CREATE_DEVICE_FLAG_DEBUG\n"
+    "                          (needs DirectML.Debug.dll next to DirectML.dll)\n";
+
+const char* option_value(int argc, char** argv, int& i) {
+    if (i + 1 >= argc) {
+        log_line("%s needs a value", argv[i]);
+        return nullptr;
+    }
+    return argv[++i];
+}
+
+OptionRead read_device_option(int argc, char** argv, int& i, DeviceOptions& opt) {
+    const std::string a = argv[i];
+    if (a == "--warp") {
+        opt.warp = true;
+    } else if (a == "--debug-layer") {
+        opt.debug_layer = true;
+    } else if (a == "--dml" || a == "--adapter") {
+        const char* v = option_value(argc, argv, i);
+        if (!v) return OptionRead::kBad;
+        if (a == "--dml") {
+            opt.dml_path = v;
+        } else {
+            opt.adapter = atoi(v);
+        }
+    } else {
+        return OptionRead::kNotMine;
+    }
+    return OptionRead::kTaken;
+}
+
 std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt) {
     std::string err = load_directml(dev, opt);
     if (!err.empty()) return err;

@@ -114,6 +114,15 @@ struct DmlDevice {
 // message, or "" on success.
 std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt);
 
+// The device's command-line options, the same in every program: --dml PATH, --adapter N, --warp, --debug-layer.
+// kDeviceUsage is their usage lines. read_device_option takes argv[i] (and its value, moving i past it) into `opt`
+// when it is one of them: kTaken; kNotMine for any other argument; kBad (logged) for one without its value.
+extern const char kDeviceUsage[];
+enum class OptionRead { kTaken, kNotMine, kBad };
+OptionRead read_device_option(int argc, char** argv, int& i, DeviceOptions& opt);
+// The value of the option argv[i] (moving i to it), or null (logged) when the command line ends there.
+const char* option_value(int argc, char** argv, int& i);
+
 // The aggregate-returning methods, called through their vtable slots with MSVC's calling convention
 // (hidden result pointer after `this`), which is what DirectML.dll and d3d12.dll implement. mingw-w64
 // 10's ID3D12DescriptorHeap_Get*DescriptorHandleForHeapStart (and g++'s C++ member calls) return

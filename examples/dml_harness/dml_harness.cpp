@@ -95,11 +95,6 @@ struct Options : dmlh::DeviceOptions {  // DirectML.dll, adapter, debug layer: d
 
 static const char kUsage[] =
     "usage: dml_harness.exe [options]   (speaks docs/native-harness.md on stdin/stdout)\n"
-    "  --dml PATH              DirectML.dll to load (default: next to this exe, else the DLL search path)\n"
-    "  --adapter N             DXGI adapter index (default 0)\n"
-    "  --warp                  use the WARP software adapter instead\n"
-    "  --debug-layer           enable the D3D12 debug layer and DML_CREATE_DEVICE_FLAG_DEBUG\n"
-    "                          (needs DirectML.Debug.dll next to DirectML.dll)\n"
     "  --disable-metacommands  compile with DML_EXECUTION_FLAG_DISABLE_META_COMMANDS\n"
     "  --fence-timeout-ms N    GPU wait before the device counts as hung (default 60000)\n"
     "  --poison BYTE|none      byte written into output buffers before each dispatch (default 0xCD)\n"
@@ -107,43 +102,26 @@ static const char kUsage[] =
     "                          %p in FILE becomes the process id (replies are unchanged)\n"
     "  --heap-per-case         a new descriptor heap for every case instead of one for all (slow under\n"
     "                          vkd3d + lavapipe; for comparison with the shared heap)\n"
-    "  --verbose               log every step to stderr\n";
+    "  --verbose               log every step to stderr\n"
+    "the device:\n";
 
 static bool parse_options(int argc, char** argv, Options& o) {
     for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        auto value = [&](const char* name) -> const char* {
-            if (i + 1 >= argc) {
-                log_line("%s needs a value", name);
-                return nullptr;
-            }
-            return argv[++i];
-        };
-        if (a == "--dml") {
-            const char* v = value("--dml");
-            if (!v) return false;
-            o.dml_path = v;
-        } else if (a == "--adapter") {
-            const char* v = value("--adapter");
-            if (!v) return false;
-            o.adapter = atoi(v);
-        } else if (a == "--warp") {
-            o.warp = true;
-        } else if (a == "--debug-layer") {
-            o.debug_layer = true;
-        } else if (a == "--disable-metacommands") {
+        const dmlh::OptionRead device = dmlh::read_device_option(argc, argv, i, o);
+        if (device == dmlh::OptionRead::kBad) return false;
+        if (device == dmlh::OptionRead::kTaken) continue;
+        const std::string a = argv[i];
+        const char* v = nullptr;
+        if (a == "--disable-metacommands") {
             o.disable_metacommands = true;
         } else if (a == "--fence-timeout-ms") {
-            const char* v = value("--fence-timeout-ms");
-            if (!v) return false;
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
             o.fence_timeout_ms = DWORD(strtoul(v, nullptr, 10));
         } else if (a == "--poison") {
-            const char* v = value("--poison");
-            if (!v) return false;
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
             o.poison = strcmp(v, "none") == 0 ? -1 : int(strtol(v, nullptr, 0) & 0xFF);
         } else if (a == "--timings") {
-            const char* v = value("--timings");
-            if (!v) return false;
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
             o.timings_path = v;
         } else if (a == "--heap-per-case") {
             o.heap_per_case = true;
@@ -152,6 +130,7 @@ static bool parse_options(int argc, char** argv, Options& o) {
         } else {
             log_line("unknown option %s", a.c_str());
             fputs(kUsage, stderr);
+            fputs(dmlh::kDeviceUsage, stderr);
             return false;
         }
     }

@@ -58,50 +58,33 @@ static const char kUsage[] =
     "usage: ort_dml_host.exe [options]   (speaks docs/native-harness.md section 9 on stdin/stdout)\n"
     "  --ep dml|cpu            execution provider (default dml; cpu is the control)\n"
     "  --onnxruntime PATH      onnxruntime.dll to load (default: next to this exe, else the DLL search path)\n"
-    "  --dml PATH              DirectML.dll for the device (default: next to this exe)\n"
-    "  --adapter N             DXGI adapter index (default 0)\n"
-    "  --warp                  the WARP software adapter instead\n"
-    "  --debug-layer           D3D12 debug layer and DML_CREATE_DEVICE_FLAG_DEBUG\n"
     "  --any-ort-version       run an onnxruntime.dll other than 1.24.x (its OrtApi table is still checked)\n"
     "  --session-config K=V    a session config entry for every session (repeatable), e.g.\n"
     "                          ep.dml.disable_graph_fusion=1\n"
-    "  --verbose               ONNX Runtime's log and every request on stderr\n";
+    "  --verbose               ONNX Runtime's log and every request on stderr\n"
+    "the device (--ep dml):\n";
 
 static bool parse_options(int argc, char** argv, Options& o) {
     for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        auto value = [&](const char* name) -> const char* {
-            if (i + 1 >= argc) {
-                log_line("%s needs a value", name);
-                return nullptr;
-            }
-            return argv[++i];
-        };
+        const dmlh::OptionRead device = dmlh::read_device_option(argc, argv, i, o.device);
+        if (device == dmlh::OptionRead::kBad) return false;
+        if (device == dmlh::OptionRead::kTaken) continue;
+        const std::string a = argv[i];
         const char* v = nullptr;
         if (a == "--ep") {
-            if (!(v = value("--ep"))) return false;
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
             o.ep = v;
             if (o.ep != "dml" && o.ep != "cpu") {
                 log_line("--ep %s: use dml or cpu", v);
                 return false;
             }
         } else if (a == "--onnxruntime") {
-            if (!(v = value("--onnxruntime"))) return false;
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
             o.ort_path = v;
-        } else if (a == "--dml") {
-            if (!(v = value("--dml"))) return false;
-            o.device.dml_path = v;
-        } else if (a == "--adapter") {
-            if (!(v = value("--adapter"))) return false;
-            o.device.adapter = atoi(v);
-        } else if (a == "--warp") {
-            o.device.warp = true;
-        } else if (a == "--debug-layer") {
-            o.device.debug_layer = true;
         } else if (a == "--any-ort-version") {
             o.any_ort_version = true;
         } else if (a == "--session-config") {
-            if (!(v = value("--session-config"))) return false;
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
             const char* eq = strchr(v, '=');
             if (!eq || eq == v) {
                 log_line("--session-config %s: use KEY=VALUE", v);
@@ -113,6 +96,7 @@ static bool parse_options(int argc, char** argv, Options& o) {
         } else {
             log_line("unknown option %s", a.c_str());
             fputs(kUsage, stderr);
+            fputs(dmlh::kDeviceUsage, stderr);
             return false;
         }
     }

@@ -159,6 +159,20 @@ def test_handshake_rejects_another_protocol_version(raw: Raw) -> None:
     assert raw.process.wait(timeout=60) == 2
 
 
+def test_a_bad_command_line_is_exit_2_naming_the_option(harness: str) -> None:
+    """The device options are read by code the ONNX Runtime host shares (d3d12_device.cpp: read_device_option)."""
+    def stderr_of(option: str) -> str:
+        ran = subprocess.run([*shlex.split(harness), option], stdin=subprocess.DEVNULL, capture_output=True,
+                             text=True, timeout=START_S)
+        assert ran.returncode == 2 and ran.stdout == "", ran.stderr
+        return ran.stderr
+
+    unknown = stderr_of("--bogus")
+    assert "dml-harness: unknown option --bogus\n" in unknown  # then the usage, the device's options last
+    assert "--poison BYTE|none" in unknown and "the device:\n  --dml PATH" in unknown and "--debug-layer" in unknown
+    assert "dml-harness: --adapter needs a value\n" in stderr_of("--adapter")
+
+
 # -- DirectML's own refusal, and the harness's --------------------------------------------------------
 def test_directml_refuses_an_invalid_description_with_its_hresult(raw: Raw) -> None:
     raw.hello()
