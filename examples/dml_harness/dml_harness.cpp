@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "protocol.h"
+#include "server.h"
 
 using dmlh::Com;
 using dmlh::hr_text;
@@ -262,7 +263,7 @@ static std::string hello_reply(const Device& dev) {
 // ---------------------------------------------------------------------------------------------
 // Replies.
 // ---------------------------------------------------------------------------------------------
-static FILE* g_frames = nullptr;  // the real stdout
+static dmlh::Server g_server;  // replies: the real stdout (server.h)
 static std::string g_case_id;  // the request being served
 
 struct Reply {
@@ -289,13 +290,6 @@ struct Tensor {
     DML_TENSOR_DESC desc;
 };
 
-static void send_frame(const std::string& header, const void* payload, uint64_t len) {
-    if (!dmlh::write_frame(g_frames, header, payload, len)) {
-        log_line("cannot write to stdout: the runner went away");
-        exit(0);
-    }
-}
-
 static void send_reply(const std::string& id, const Reply& r, const Tensor* out) {
     std::string h = "{\"type\":\"result\",\"id\":" + dmlh::json_string(id) + ",\"status\":" +
                     dmlh::json_string(r.status);
@@ -304,13 +298,13 @@ static void send_reply(const std::string& id, const Reply& r, const Tensor* out)
                   out->dtype);
         for (size_t i = 0; i < out->sizes.size(); i++) h += strf("%s%u", i ? "," : "", out->sizes[i]);
         h += strf("],\"offset\":0,\"nbytes\":%llu}]}", (unsigned long long)r.data.size());
-        send_frame(h, r.data.data(), r.data.size());
+        g_server.send(h, r.data.data(), r.data.size());
         return;
     }
     h += ",\"message\":" + dmlh::json_string(r.message);
     if (!r.hresult.empty()) h += ",\"hresult\":" + dmlh::json_string(r.hresult);
     h += "}";
-    send_frame(h, nullptr, 0);
+    g_server.send(h);
 }
 
 // Text the debug layer left in the D3D12 info queue (DirectML's debug layer reports there too).
@@ -336,7 +330,7 @@ static std::string info_queue_text(Device& dev, size_t limit = 1500) {
 // teardown crashes (SIGSEGV) before the reply would have gone out.
 [[noreturn]] static void device_lost_exit(const Reply& r) {
     send_reply(g_case_id, r, nullptr);
-    fflush(g_frames);
+    fflush(g_server.frames);
     log_line("%s: device removed (%s); exiting so that the runner starts a fresh harness", g_case_id.c_str(),
              r.message.c_str());
     fflush(stderr);
@@ -1194,13 +1188,8 @@ static void handle_run(Device& dev, const dmlh::Frame& frame, const std::string&
 // ---------------------------------------------------------------------------------------------
 // main: stdout becomes frames-only (protocol.h), the device comes up, then the request loop.
 // ---------------------------------------------------------------------------------------------
-static void send_error_and_exit(const std::string& message, int code) {
-    send_frame("{\"type\":\"error\",\"message\":" + dmlh::json_string(message) + "}", nullptr, 0);
-    exit(code);
-}
-
 int main(int argc, char** argv) {
-    g_frames = dmlh::claim_stdout_for_frames();
+    g_server.frames = dmlh::claim_stdout_for_frames();
     Device dev;
     if (!parse_options(argc, argv, dev.opt)) return 2;
     std::string init_error = init_device(dev);
@@ -1211,49 +1200,18 @@ int main(int argc, char** argv) {
     else
         log_line("cannot start: %s", init_error.c_str());
 
-    bool handshaken = false;
-    for (;;) {
-        dmlh::Frame frame;
-        std::string err;
-        dmlh::ReadStatus st = dmlh::read_frame(stdin, frame, err);
-        if (st == dmlh::ReadStatus::End) return 0;
-        if (st == dmlh::ReadStatus::Broken) {
-            log_line("unreadable frame on stdin (%s); the stream cannot be resynchronised, exiting", err.c_str());
-            return 2;
-        }
-        if (st == dmlh::ReadStatus::BadHeader) {
-            log_line("ignoring a frame: %s", err.c_str());
-            send_reply("", Reply::make("error", "malformed request: " + err), nullptr);
-            continue;
-        }
-        const JValue* type = frame.header.get("type");
-        const JValue* idv = frame.header.get("id");
-        std::string id = idv && idv->c_str() ? idv->str : std::string();
-        std::string kind = type && type->c_str() ? type->str : std::string();
-        if (kind == "hello") {
-            const JValue* version = frame.header.get("protocol");
-            if (!version || !version->is_int || version->inum != dmlh::kProtocolVersion)
-                send_error_and_exit(strf("dml_harness speaks protocol %d only", dmlh::kProtocolVersion), 2);
-            if (!init_error.empty()) send_error_and_exit(init_error, 2);
-            send_frame(hello_reply(dev), nullptr, 0);
-            handshaken = true;
-        } else if (kind == "run") {
-            if (!idv || !idv->c_str()) {
-                send_reply("", Reply::make("error", "run request without a string 'id'"), nullptr);
-            } else if (!handshaken) {
-                send_reply(id, Reply::make("error", "run request before the hello handshake"), nullptr);
-            } else {
-                g_case_id = id;
-                g_timer.begin_request();
-                handle_run(dev, frame, id);
-                g_timer.end_request(id);
-            }
-        } else if (kind == "bye") {
-            return 0;
-        } else if (idv && idv->c_str()) {
-            send_reply(id, Reply::make("error", "unknown message type '" + kind + "'"), nullptr);
-        } else {
-            log_line("ignoring a message of type '%s'", kind.c_str());
-        }
-    }
+    g_server.program = "dml_harness";
+    g_server.request_type = "run";
+    g_server.init_error = init_error;
+    g_server.hello = [&dev] { g_server.send(hello_reply(dev)); };
+    g_server.serve = [&dev](const std::string& id, dmlh::Frame& frame) {
+        g_case_id = id;
+        g_timer.begin_request();
+        handle_run(dev, frame, id);
+        g_timer.end_request(id);
+    };
+    g_server.reply_error = [](const std::string& id, const std::string& message) {
+        send_reply(id, Reply::make("error", message), nullptr);
+    };
+    return g_server.run(stdin);
 }

@@ -31,6 +31,7 @@
 
 #include "ort_api.h"
 #include "protocol.h"
+#include "server.h"
 
 using dmlh::Com;
 using dmlh::hr_text;
@@ -40,7 +41,7 @@ using dmlh::strf;
 
 #define HOST_VERSION "1.0"
 
-static FILE* g_frames = nullptr;
+static dmlh::Server g_server;  // replies: the real stdout (../dml_harness/server.h)
 static bool g_verbose = false;
 
 // ---------------------------------------------------------------------------------------------
@@ -294,13 +295,6 @@ static std::string hello_reply(const Runtime& rt) {
 // ---------------------------------------------------------------------------------------------
 // Replies.
 // ---------------------------------------------------------------------------------------------
-static void send_frame(const std::string& header, const void* payload, uint64_t len) {
-    if (!dmlh::write_frame(g_frames, header, payload, len)) {
-        log_line("cannot write to stdout: the runner went away");
-        exit(0);
-    }
-}
-
 static std::string memory_fields() {
     PROCESS_MEMORY_COUNTERS pmc;
     memset(&pmc, 0, sizeof pmc);
@@ -327,7 +321,7 @@ static void send_failure(const std::string& id, const Failure& f) {
     if (!f.placement.empty()) h += ",\"placement\":" + dmlh::json_string(f.placement);
     if (!f.hresult.empty()) h += ",\"hresult\":" + dmlh::json_string(f.hresult);
     h += memory_fields() + "}";
-    send_frame(h, nullptr, 0);
+    g_server.send(h);
 }
 
 static Failure request_error(const std::string& message) {
@@ -491,7 +485,7 @@ static bool device_lost(Runtime& rt, HRESULT* reason) {
     f.message = what + "; ID3D12Device::GetDeviceRemovedReason: " + hr_text(reason);
     f.hresult = strf("0x%08lX", (unsigned long)reason);
     send_failure(id, f);
-    fflush(g_frames);
+    fflush(g_server.frames);
     log_line("%s: device removed (%s); exiting so that the runner starts a fresh host", id.c_str(), f.message.c_str());
     fflush(stderr);
     TerminateProcess(GetCurrentProcess(), 3);
@@ -648,20 +642,15 @@ static void handle_run_model(Runtime& rt, dmlh::Frame& frame, const std::string&
     }
     header += "]" + memory_fields() + "}";
     if (g_verbose) log_line("%s: ok", id.c_str());
-    send_frame(header, payload.data(), payload.size());
+    g_server.send(header, payload.data(), payload.size());
 }
 
 // ---------------------------------------------------------------------------------------------
 // main: stdout becomes frames-only, ONNX Runtime and the device come up, then the request loop.
 // ---------------------------------------------------------------------------------------------
-static void send_error_and_exit(const std::string& message, int code) {
-    send_frame("{\"type\":\"error\",\"message\":" + dmlh::json_string(message) + "}", nullptr, 0);
-    exit(code);
-}
-
 int main(int argc, char** argv) {
     dmlh::g_log_prefix = "ort-dml-host: ";
-    g_frames = dmlh::claim_stdout_for_frames();
+    g_server.frames = dmlh::claim_stdout_for_frames();
     Runtime rt;
     if (!parse_options(argc, argv, rt.opt)) return 2;
     std::string init_error = init_runtime(rt);
@@ -672,47 +661,21 @@ int main(int argc, char** argv) {
     else
         log_line("cannot start: %s", init_error.c_str());
 
-    bool handshaken = false;
-    for (;;) {
-        dmlh::Frame frame;
-        std::string err;
-        dmlh::ReadStatus st = dmlh::read_frame(stdin, frame, err);
-        if (st == dmlh::ReadStatus::End) break;
-        if (st == dmlh::ReadStatus::Broken) {
-            log_line("unreadable frame on stdin (%s); the stream cannot be resynchronised, exiting", err.c_str());
-            return 2;
-        }
-        if (st == dmlh::ReadStatus::BadHeader) {
-            log_line("ignoring a frame: %s", err.c_str());
-            send_failure("", request_error("malformed request: " + err));
-            continue;
-        }
-        const JValue* type = frame.header.get("type");
-        const JValue* idv = frame.header.get("id");
-        std::string id = idv && idv->c_str() ? idv->str : std::string();
-        std::string kind = type && type->c_str() ? type->str : std::string();
-        if (kind == "hello") {
-            const JValue* version = frame.header.get("protocol");
-            if (!version || !version->is_int || version->inum != dmlh::kProtocolVersion)
-                send_error_and_exit(strf("ort_dml_host speaks protocol %d only", dmlh::kProtocolVersion), 2);
-            if (!init_error.empty()) send_error_and_exit(init_error, 2);
-            send_frame(hello_reply(rt), nullptr, 0);
-            handshaken = true;
-        } else if (kind == "run_model") {
-            if (!idv || !idv->c_str()) send_failure("", request_error("run_model request without a string 'id'"));
-            else if (!handshaken) send_failure(id, request_error("run_model request before the hello handshake"));
-            else handle_run_model(rt, frame, id);
-        } else if (kind == "bye") {
-            break;
-        } else if (kind == "run") {
-            send_failure(id, request_error("this host runs ONNX models (run_model), not DirectML operator "
-                                           "descriptions (run): use the DirectML harness for those"));
-        } else if (idv && idv->c_str()) {
-            send_failure(id, request_error("unknown message type '" + kind + "'"));
-        } else {
-            log_line("ignoring a message of type '%s'", kind.c_str());
-        }
-    }
-    release_cached(rt);
-    return 0;
+    g_server.program = "ort_dml_host";
+    g_server.request_type = "run_model";
+    g_server.init_error = init_error;
+    g_server.hello = [&rt] { g_server.send(hello_reply(rt)); };
+    g_server.serve = [&rt](const std::string& id, dmlh::Frame& frame) { handle_run_model(rt, frame, id); };
+    g_server.reply_error = [](const std::string& id, const std::string& message) {
+        send_failure(id, request_error(message));
+    };
+    g_server.other = [](const std::string& type, const std::string& id) {
+        if (type != "run") return false;
+        send_failure(id, request_error("this host runs ONNX models (run_model), not DirectML operator descriptions "
+                                       "(run): use the DirectML harness for those"));
+        return true;
+    };
+    const int status = g_server.run(stdin);
+    if (status == 0) release_cached(rt);
+    return status;
 }
