@@ -7,6 +7,7 @@ implementation it models rounds, and nowhere else.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -14,29 +15,51 @@ from fractions import Fraction
 import numpy as np
 
 
+@dataclass(frozen=True)
+class _Format:
+    mantissa_bits: int  # stored bits; the significand has one more
+    min_exponent: int   # of the smallest normal
+    largest: float
+
+
+_FORMATS: dict[np.dtype, _Format] = {}
+
+
+def _format(dtype: np.dtype) -> _Format:
+    found = _FORMATS.get(dtype)
+    if found is None:
+        info = np.finfo(dtype)
+        found = _FORMATS[dtype] = _Format(int(info.nmant), int(info.minexp), float(info.max))
+    return found
+
+
 def round_fraction(q: Fraction, dtype: np.dtype) -> np.floating:
-    """The float of `dtype` nearest to q (ties to even); an exact zero keeps the sign of `+0`."""
-    info = np.finfo(dtype)
+    """The float of `dtype` nearest to q (ties to even); an exact zero keeps the sign of `+0`.
+
+    In integers: q = n/d is scaled by a power of two to a significand of mantissa_bits + 1 bits (fewer below the
+    smallest normal), divided with its remainder, and rounded up where the remainder passes half (or is half and the
+    significand odd). The inner loop of every simulated driver."""
     if q == 0:
         return dtype.type(0.0)
-    sign = -1 if q < 0 else 1
-    q = abs(q)
-    mantissa_bits = info.nmant  # stored bits; the significand has nmant + 1
+    fmt = _format(dtype)
+    n, d = abs(q.numerator), q.denominator
     # Exponent e with 2^e <= q < 2^(e+1), clamped at the subnormal boundary.
-    e = q.numerator.bit_length() - q.denominator.bit_length()
-    if Fraction(2) ** e > q:
+    e = n.bit_length() - d.bit_length()
+    if (d << e > n) if e >= 0 else (d > n << -e):
         e -= 1
-    e = max(e, int(info.minexp))
-    quantum = Fraction(2) ** (e - mantissa_bits)
-    scaled = q / quantum
-    whole = scaled.numerator // scaled.denominator
-    rest = scaled - whole
-    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2 == 1):
+    e = max(e, fmt.min_exponent)
+    shift = fmt.mantissa_bits - e  # q / quantum = n·2^shift / d, quantum = 2^(e - mantissa_bits)
+    whole, rest = divmod(n << shift, d) if shift >= 0 else divmod(n, d << -shift)
+    divisor = d if shift >= 0 else d << -shift
+    if 2 * rest > divisor or (2 * rest == divisor and whole % 2 == 1):
         whole += 1
-    value = whole * quantum
-    if value > Fraction(float(info.max)):
+    sign = -1.0 if q < 0 else 1.0
+    if whole.bit_length() - shift > 1024:  # past any float64, let alone dtype
         return dtype.type(sign * np.inf)
-    return dtype.type(sign * float(value))  # exact: value is representable in dtype, hence in float64
+    value = math.ldexp(float(whole), -shift)  # exact: whole has at most mantissa_bits + 2 bits
+    if value > fmt.largest:
+        return dtype.type(sign * np.inf)
+    return dtype.type(sign * value)
 
 
 def exact(value: float | np.floating) -> Fraction:
