@@ -23,7 +23,7 @@ import pytest
 
 from dmlconform import harness_protocol as protocol
 from dmlconform.backends.native import NativeBackend
-from tests.harness.wine_tools import missing_wine_tools
+from tests.harness.wine_tools import missing_wine_tools, x_display
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS_DIR = ROOT / "examples" / "dml_harness"
@@ -50,8 +50,17 @@ def _missing() -> str:
 
 
 @pytest.fixture(scope="module")
-def harness(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The harness command line: built into a temporary folder, with its own Wine prefix."""
+def display() -> Iterator[str]:
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    with x_display() as name:
+        yield name
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory, display: str) -> str:
+    """The harness command line: built into a temporary folder, with its own Wine prefix, on the module's display."""
     missing = _missing()
     if missing:
         pytest.skip(missing)
@@ -72,7 +81,8 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> str:
     assert made.returncode == 0, made.stdout + made.stderr
     assert "warning" not in made.stderr, made.stderr
     assert preparing.returncode == 0, prepare_log
-    return f"env WINEPREFIX={prefix} DMLH_EXE={build / 'dml_harness.exe'} {HARNESS_DIR / 'run_under_wine.sh'}"
+    return (f"env WINEPREFIX={prefix} DISPLAY={display} DMLH_EXE={build / 'dml_harness.exe'} "
+            f"{HARNESS_DIR / 'run_under_wine.sh'}")
 
 
 # -- a raw protocol client, for what the runner itself never sends --------------------------------

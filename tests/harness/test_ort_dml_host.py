@@ -29,7 +29,7 @@ from dmlconform.case_result import Status
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.runner import run_case
 from tests.backends.test_onnxruntime_backend import make_case
-from tests.harness.wine_tools import missing_wine_tools
+from tests.harness.wine_tools import missing_wine_tools, x_display
 
 #: Each test starts host processes (Wine for the real host): seconds, not the quick loop.
 pytestmark = pytest.mark.slow
@@ -59,8 +59,17 @@ def _missing() -> str:
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The host's command line: built into a temporary folder with the DLLs beside it."""
+def display() -> Iterator[str]:
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    with x_display() as name:
+        yield name
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory: pytest.TempPathFactory, display: str) -> str:
+    """The host's command line: built into a temporary folder with the DLLs beside it, on the module's display."""
     missing = _missing()
     if missing:
         pytest.skip(missing)
@@ -69,7 +78,7 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> str:
                           capture_output=True, text=True, timeout=600)
     assert made.returncode == 0, made.stdout + made.stderr
     assert "warning" not in made.stderr, made.stderr
-    return f"env ORT_HOST_EXE={build / 'ort_dml_host.exe'} {HOST_DIR / 'run_under_wine.sh'}"
+    return f"env DISPLAY={display} ORT_HOST_EXE={build / 'ort_dml_host.exe'} {HOST_DIR / 'run_under_wine.sh'}"
 
 
 @pytest.fixture(scope="module")
