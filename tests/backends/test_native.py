@@ -163,6 +163,7 @@ def test_cli_exits_2_with_one_line_when_the_harness_cannot_start() -> None:
     assert "cannot start harness" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_cli_native_run_matches_numpy() -> None:
     args = ["run", str(SEED), "--backend", "native", "--harness", HARNESS]
     assert CliRunner().invoke(main, args).exit_code == 0

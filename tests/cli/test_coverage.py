@@ -26,6 +26,7 @@ def test_the_standard_tier_leaves_no_cell_empty():
     assert data["operators"]["MAX_POOLING_GRAD"]["levels"] == ["3_0", "4_0"]
 
 
+@pytest.mark.slow
 def test_smoke_covers_every_cell_too():
     assert invoke("coverage", "--tier", "smoke", "--json", "-").exit_code == 0
 

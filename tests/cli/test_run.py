@@ -181,6 +181,7 @@ def test_jobs_2_on_the_native_backend_equals_the_serial_run(tmp_path: Path) -> N
     assert cases_without_timing(parallel) == cases_without_timing(serial)
 
 
+@pytest.mark.slow
 def test_repeat_reports_outputs_that_are_not_bit_identical(tmp_path: Path) -> None:
     harness = f"{HARNESS} --flaky-on relu-grad-formula"
     result = invoke("run", str(SEED), "--backend", "native", "--harness", harness, "--repeat", "2", "--retries", "0",

@@ -164,6 +164,7 @@ def test_knife_edge_cases_hold_open_picks_and_a_wrong_rounding_direction_still_f
     assert nearest >= 20
 
 
+@pytest.mark.slow
 def test_pooling_behaviours_separate_the_gradient_size_from_windows_beyond_the_input():
     from dmlconform.ops.max_pooling_grad import pooled_size
 

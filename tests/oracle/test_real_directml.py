@@ -119,6 +119,7 @@ def test_the_h100s_nearest_picks_pass_and_needed_d3ds_division(stacks, cases):
             assert not _verdict(case, actual).passed, case_id
 
 
+@pytest.mark.slow
 def test_every_knife_edge_pick_of_both_stacks_passes_and_the_stacks_pick_differently(stacks, probe_cases):
     knives = sorted(case_id for case_id in probe_cases if "knife" in case_id)
     assert len(knives) == 120

@@ -85,6 +85,7 @@ def test_a_helper_that_dies_with_files_in_hand_costs_only_time(always_parallel: 
     assert len(given) >= 3
 
 
+@pytest.mark.slow
 def test_an_interrupted_parse_leaves_no_helper_behind(always_parallel: None, monkeypatch: pytest.MonkeyPatch) -> None:
     helpers: list[loading._Helper] = []
     start, parse = loading._Helper.__init__, loading.load_suite
