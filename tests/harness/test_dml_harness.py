@@ -23,7 +23,7 @@ import pytest
 
 from dmlconform import harness_protocol as protocol
 from dmlconform.backends.native import NativeBackend
-from tests.harness.wine_tools import missing_wine_tools, x_display
+from tests.harness.wine_tools import missing_wine_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS_DIR = ROOT / "examples" / "dml_harness"
@@ -47,15 +47,6 @@ def _missing() -> str:
         return ("DirectML.dll not found (run examples/dml_harness/get_directml.sh or set DMLH_DIRECTML_DLL); "
                 f"looked in {', '.join(map(str, DLL_PLACES))}")
     return ""
-
-
-@pytest.fixture(scope="module")
-def display() -> Iterator[str]:
-    missing = _missing()
-    if missing:
-        pytest.skip(missing)
-    with x_display() as name:
-        yield name
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from dmlconform.case_result import Status
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.runner import run_case
 from tests.backends.test_onnxruntime_backend import make_case
-from tests.harness.wine_tools import missing_wine_tools, x_display
+from tests.harness.wine_tools import missing_wine_tools
 
 #: Each test starts host processes (Wine for the real host): seconds, not the quick loop.
 pytestmark = pytest.mark.slow
@@ -56,15 +56,6 @@ def _missing() -> str:
         return (f"{', '.join(DLLS)} not found (run examples/ort_dml_host/get_onnxruntime.sh or set "
                 "ORT_DML_HOST_DLLS)")
     return ""
-
-
-@pytest.fixture(scope="module")
-def display() -> Iterator[str]:
-    missing = _missing()
-    if missing:
-        pytest.skip(missing)
-    with x_display() as name:
-        yield name
 
 
 @pytest.fixture(scope="module")
