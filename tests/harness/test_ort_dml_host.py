@@ -61,9 +61,6 @@ def _missing() -> str:
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory, display: str) -> str:
     """The host's command line: built into a temporary folder with the DLLs beside it, on the module's display."""
-    missing = _missing()
-    if missing:
-        pytest.skip(missing)
     build = tmp_path_factory.mktemp("ort_dml_host")
     made = subprocess.run(["make", "-C", str(HOST_DIR), f"BUILD={build}", f"ORT_DIR={_dll_dir()}"],
                           capture_output=True, text=True, timeout=600)

@@ -49,8 +49,8 @@ def round_fraction(q: Fraction, dtype: np.dtype) -> np.floating:
         e -= 1
     e = max(e, fmt.min_exponent)
     shift = fmt.mantissa_bits - e  # q / quantum = n·2^shift / d, quantum = 2^(e - mantissa_bits)
-    whole, rest = divmod(n << shift, d) if shift >= 0 else divmod(n, d << -shift)
-    divisor = d if shift >= 0 else d << -shift
+    scaled, divisor = (n << shift, d) if shift >= 0 else (n, d << -shift)
+    whole, rest = divmod(scaled, divisor)
     if 2 * rest > divisor or (2 * rest == divisor and whole % 2 == 1):
         whole += 1
     sign = -1.0 if q < 0 else 1.0

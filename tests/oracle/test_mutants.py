@@ -1,8 +1,9 @@
 """Both promises of the oracle, on the bundled cases (the standard tier), through the real runner.
 
 A right answer passes: every legitimate simulated driver gets PASS or INVALID_OK on every case of the operators
-its knobs touch (a tier scan: the smoke tier in the test command, the standard tier in .ci/run). A wrong answer fails: every simulated bug gets FAIL on at least one case; the cases are tried
-cheapest first and the first FAIL is enough. Both run on the oracle's share of the tier (tests/oracle/conftest.py:
+its knobs touch (a tier scan: the smoke tier in the test command, the standard tier in .ci/run). A wrong answer
+fails: every simulated bug gets FAIL on at least one case; the cases are tried cheapest first and the first FAIL is
+enough. Both run on the oracle's share of the tier (tests/oracle/conftest.py:
 every case up to ORACLE_COST, which is nearly all of them).
 """
 
