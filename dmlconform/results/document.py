@@ -172,6 +172,17 @@ class _Reader:
             raise self.fail(key, f"is {type(value).__name__} {json.dumps(value)[:40]}, expected {names}")
         return value
 
+    def items(self, key: str, kind: type, optional: bool = False) -> tuple[Any, ...] | None:
+        """A list whose every item is `kind` (bool is not an int here), as a tuple."""
+        values = self.get(key, list, optional)
+        if values is None:
+            return None
+        for position, value in enumerate(values):
+            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+                raise self.fail(f"{key}[{position}]", f"is {type(value).__name__} {json.dumps(value)[:40]}, "
+                                                      f"expected {kind.__name__}")
+        return tuple(values)
+
     def status(self, key: str, optional: bool = False) -> Status | None:
         text = self.get(key, str, optional)
         if text is None:
@@ -269,13 +280,12 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
     worst = []
     for number, element in enumerate(case.get("worst_elements", list, True, [])):
         item = _Reader(path, element, where, f"worst_elements[{number}].")
-        worst.append(Element(tuple(item.get("index", list)), item.get("expected", str), item.get("actual", str),
+        worst.append(Element(item.items("index", int), item.get("expected", str), item.get("actual", str),
                              item.get("ulp", int, True), item.get("allowed", str, True, "")))
     moved = []
     for number, element in enumerate(case.get("moved", list, True, [])):
         item = _Reader(path, element, where, f"moved[{number}].")
-        moved.append(MovedElement(item.get("output", str), tuple(item.get("index", list)),
-                                  tuple(item.get("values", list))))
+        moved.append(MovedElement(item.get("output", str), item.items("index", int), item.items("values", str)))
     histogram = []
     for number, bucket in enumerate(case.get("ulp_histogram", list, True, [])):
         item = _Reader(path, bucket, where, f"ulp_histogram[{number}].")
@@ -290,7 +300,6 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
             attempts.append(Status(value))
         except ValueError:
             raise case.fail("attempts", f"unknown status {value!r}") from None
-    worst_index = case.get("worst_index", list, True)
     outcome = case.status("outcome", optional=True)
     waiver = None
     entry = case.child("waiver", optional=True)
@@ -303,12 +312,12 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
     return CaseResult(
         case.get("id", str), case.get("op", str), case.get("dtype", str), case.get("rank", int),
         case.level("required_feature_level"), status, required=case.get("required", bool, True, True),
-        matched=case.get("matched", str, True), matched_all=tuple(case.get("matched_all", list, True, [])),
+        matched=case.get("matched", str, True), matched_all=case.items("matched_all", str, True) or (),
         tolerance=tolerance, max_ulp=case.get("max_ulp", int, True),
         max_abs_error=case.get("max_abs_error", (int, float), True),
-        worst_index=tuple(worst_index) if worst_index is not None else None,
+        worst_index=case.items("worst_index", int, True),
         message=case.get("message", str, True, ""), duration_s=float(case.get("duration_s", (int, float), True, 0.0)),
-        worst=worst, tags=tuple(case.get("tags", list, True, [])), behaviour=case.get("behaviour", str, True),
+        worst=worst, tags=case.items("tags", str, True) or (), behaviour=case.get("behaviour", str, True),
         outcome=outcome, file=case.get("file", str, True, ""),
         index=case.get("index", int, True, position), attempts=tuple(attempts),
         baseline=case.status("baseline", optional=True), expectation=case.get("expectation", str, True),

@@ -78,6 +78,15 @@ def test_a_contract_v1_file_without_the_additions_still_reads(tmp_path: Path) ->
     (lambda d: d["cases"][1]["ulp_histogram"][0].pop("count"), "case s/b: field ulp_histogram[0].count: missing"),
     (lambda d: d["cases"][1].update(artifacts={"OutputGradientTensor": 3}),
      "case s/b: field artifacts.OutputGradientTensor: is int, expected a path"),
+    # Lists of names and indices are checked item by item: a CI run's hypothesis found reports crashing on these.
+    (lambda d: d["cases"][1].update(matched_all=[None, "x"]), "case s/b: field matched_all[0]: is NoneType null"),
+    (lambda d: d["cases"][1].update(matched_all=[[]]), "case s/b: field matched_all[0]: is list [], expected str"),
+    (lambda d: d["cases"][1].update(tags=["ok", {}]), "case s/b: field tags[1]: is dict {}, expected str"),
+    (lambda d: d["cases"][1].update(worst_index=[0, True]), "case s/b: field worst_index[1]: is bool true"),
+    (lambda d: d["cases"][1]["worst_elements"][0].update(index=[1.5]),
+     "case s/b: field worst_elements[0].index[0]: is float 1.5, expected int"),
+    (lambda d: d["cases"][2]["moved"][0].update(values=["1.0", 2]),
+     "case s/c: field moved[0].values[1]: is int 2, expected str"),
 ])
 def test_unreadable_fields_are_named(tmp_path: Path, change, words: str) -> None:
     data = to_document(full_run())
