@@ -172,8 +172,15 @@ class _Reader:
             raise self.fail(key, f"is {type(value).__name__} {json.dumps(value)[:40]}, expected {names}")
         return value
 
+    def count(self, key: str, optional: bool = False, default: int | None = None) -> int | None:
+        """An int that counts or indexes something, so never below 0."""
+        value = self.get(key, int, optional, default)
+        if value is not None and value < 0:
+            raise self.fail(key, f"is {value}, expected 0 or more")
+        return value
+
     def items(self, key: str, kind: type, optional: bool = False) -> tuple[Any, ...] | None:
-        """A list whose every item is `kind` (bool is not an int here), as a tuple."""
+        """A list whose every item is `kind` (bool is not an int here; ints are indices, 0 or more), as a tuple."""
         values = self.get(key, list, optional)
         if values is None:
             return None
@@ -181,6 +188,8 @@ class _Reader:
             if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
                 raise self.fail(f"{key}[{position}]", f"is {type(value).__name__} {json.dumps(value)[:40]}, "
                                                       f"expected {kind.__name__}")
+            if kind is int and value < 0:
+                raise self.fail(f"{key}[{position}]", f"is {value}, expected an index (0 or more)")
         return tuple(values)
 
     def status(self, key: str, optional: bool = False) -> Status | None:
@@ -241,7 +250,7 @@ def from_document(data: object, path: object) -> RunResult:
                     results, tool_version=top.get("tool_version", str))
     suite = top.child("suite", optional=True)
     if suite is not None:
-        run.suite = SuiteInfo(suite.get("fingerprint", str), suite.get("cases", int),
+        run.suite = SuiteInfo(suite.get("fingerprint", str), suite.count("cases"),
                               suite.get("files", dict, True, {}))
     shard = top.child("shard", optional=True)
     if shard is not None:
@@ -254,7 +263,7 @@ def from_document(data: object, path: object) -> RunResult:
         item = _Reader(path, entry, None, f"expectations[{position}].")
         run.expectations.append(ExpectationFile(item.get("kind", str), item.get("path", str), item.get("sha256", str)))
     run.interrupted = top.get("interrupted", str, True)
-    run.resumed = top.get("resumed", int, True, 0)
+    run.resumed = top.count("resumed", True, 0)
     run.shards = top.get("shards", list, True, [])
     for position, entry in enumerate(run.shards):
         _Reader(path, entry, None, f"shards[{position}].")  # each an object: the file, count, cases of a shard
@@ -281,7 +290,7 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
     for number, element in enumerate(case.get("worst_elements", list, True, [])):
         item = _Reader(path, element, where, f"worst_elements[{number}].")
         worst.append(Element(item.items("index", int), item.get("expected", str), item.get("actual", str),
-                             item.get("ulp", int, True), item.get("allowed", str, True, "")))
+                             item.count("ulp", True), item.get("allowed", str, True, "")))
     moved = []
     for number, element in enumerate(case.get("moved", list, True, [])):
         item = _Reader(path, element, where, f"moved[{number}].")
@@ -289,7 +298,10 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
     histogram = []
     for number, bucket in enumerate(case.get("ulp_histogram", list, True, [])):
         item = _Reader(path, bucket, where, f"ulp_histogram[{number}].")
-        histogram.append(UlpBucket(item.get("low", int, True), item.get("high", int, True), item.get("count", int)))
+        low, high = item.count("low", True), item.count("high", True)
+        if (low is None) != (high is None) or (low is not None and low > high):
+            raise item.fail("high", f"is {high} with low {low}: a bucket is low <= high, or both null (NaN/inf)")
+        histogram.append(UlpBucket(low, high, item.count("count")))
     artifacts = case.get("artifacts", dict, True, {})
     for name, file in artifacts.items():
         if not isinstance(file, str):
@@ -310,18 +322,18 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
                                entry.get("date", str))
         status, outcome = Status.WAIVED, status
     return CaseResult(
-        case.get("id", str), case.get("op", str), case.get("dtype", str), case.get("rank", int),
+        case.get("id", str), case.get("op", str), case.get("dtype", str), case.count("rank"),
         case.level("required_feature_level"), status, required=case.get("required", bool, True, True),
         matched=case.get("matched", str, True), matched_all=case.items("matched_all", str, True) or (),
-        tolerance=tolerance, max_ulp=case.get("max_ulp", int, True),
+        tolerance=tolerance, max_ulp=case.count("max_ulp", True),
         max_abs_error=case.get("max_abs_error", (int, float), True),
         worst_index=case.items("worst_index", int, True),
         message=case.get("message", str, True, ""), duration_s=float(case.get("duration_s", (int, float), True, 0.0)),
         worst=worst, tags=case.items("tags", str, True) or (), behaviour=case.get("behaviour", str, True),
         outcome=outcome, file=case.get("file", str, True, ""),
-        index=case.get("index", int, True, position), attempts=tuple(attempts),
+        index=case.count("index", True, position), attempts=tuple(attempts),
         baseline=case.status("baseline", optional=True), expectation=case.get("expectation", str, True),
-        moved=moved, moved_count=case.get("moved_count", int, True, 0),
+        moved=moved, moved_count=case.count("moved_count", True, 0),
         closeness=_closeness(case), ulp_histogram=histogram, artifacts=dict(artifacts), waiver=waiver)
 
 

@@ -87,6 +87,11 @@ def test_a_contract_v1_file_without_the_additions_still_reads(tmp_path: Path) ->
      "case s/b: field worst_elements[0].index[0]: is float 1.5, expected int"),
     (lambda d: d["cases"][2]["moved"][0].update(values=["1.0", 2]),
      "case s/c: field moved[0].values[1]: is int 2, expected str"),
+    (lambda d: d["cases"][1]["ulp_histogram"][0].update(count=-1), "case s/b: field ulp_histogram[0].count: is -1"),
+    (lambda d: d["cases"][1]["ulp_histogram"][1].update(low=9), "case s/b: field ulp_histogram[1].high: is 7 with low 9"),
+    (lambda d: d["cases"][1]["ulp_histogram"][2].update(low=0), "field ulp_histogram[2].high: is None with low 0"),
+    (lambda d: d["cases"][1].update(worst_index=[0, -1]), "case s/b: field worst_index[1]: is -1, expected an index"),
+    (lambda d: d["cases"][2].update(moved_count=-4), "case s/c: field moved_count: is -4, expected 0 or more"),
 ])
 def test_unreadable_fields_are_named(tmp_path: Path, change, words: str) -> None:
     data = to_document(full_run())
