@@ -11,7 +11,12 @@ knife-edge coordinates the two stacks picked different inputs from each other an
 (examples/dml_harness/results/DECISIONS.md).
 
 So a coordinate counts as exact only where every modelled order gives the same float32 value and its
-real value is a float32 value; elsewhere it is known to within `Δx = γ_7(u32)·A`,
+real value is a float32 value, and, for LINEAR, only where the scale is a power of two (or infinite): DirectML's
+LINEAR weights, read off one output at a time on 288 axes, put 62 of the 393 coordinates that pass the first two
+tests with any other scale up to 1.7 u·A from their exact value (18.5 as 18.500002 at S = 0.75: the 1-ULP
+reciprocal D3D allows), and none of the 2,117 with a power-of-two scale; its NEAREST_NEIGHBOR picks at such whole
+coordinates were the exact ones, 388 of 388 (examples/dml_harness/investigate/resample_linear_weights.py).
+Elsewhere a coordinate is known to within `Δx = γ_7(u32)·A`,
 `A = (|o| + |OPO|)/|S| + |IPO|`: the division order rounds the subtraction (u), divides within 2.5 ULP
 (at most 5u relative) and rounds the last subtraction (u), 7u in all, each term at most A; the
 reciprocal orders stay within that (a 1-ULP reciprocal is 2u, then three roundings).
@@ -80,14 +85,23 @@ def exactly_representable(n_out: int, scale: float, input_offset: float, output_
     return out
 
 
-def uncertainty(n_out: int, scale: float, input_offset: float, output_offset: float) -> np.ndarray:
+def inverts_exactly(scale: float) -> bool:
+    """Whether 1/S is a float32 value (S a power of two, or infinite), so that no order of evaluation rounds it."""
+    s = np.float32(scale)
+    return bool(np.isinf(s) or np.frexp(s)[0] == 0.5)
+
+
+def uncertainty(n_out: int, scale: float, input_offset: float, output_offset: float,
+                linear: bool = False) -> np.ndarray:
     """Δx per output coordinate (float64): 0 where every modelled order agrees and the real value is a float32
-    value, else γ_7(u32)·A."""
+    value (for `linear` weights, besides, only where the scale inverts exactly), else γ_7(u32)·A."""
     orders = evaluation_orders(n_out, scale, input_offset, output_offset)
     # An infinite coordinate clamps to an edge in every order.
     infinite = ~np.isfinite(orders[0])
     agree = (np.all(orders == orders[0], axis=0)
              & exactly_representable(n_out, scale, input_offset, output_offset)) | infinite
+    if linear and not inverts_exactly(scale):
+        agree = infinite
     with np.errstate(invalid="ignore"):
         scale_a = (np.arange(n_out) + abs(output_offset)) / abs(scale) + abs(input_offset)
     k = COORDINATE_ROUNDINGS * _U32

@@ -347,10 +347,13 @@ class ResampleGrad1(Operator):
                               ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per axis: the contract's coordinates x(o) and how precisely they are known, Δx(o): uncertain wherever the
         modelled orders disagree or the real value is not a float32 value (D3D's division and reciprocal are not
-        correctly rounded). A LINEAR weight moves with such a coordinate; a NEAREST_NEIGHBOR pick moves only where
-        x ± Δx straddles an integer (`ambiguous_picks`), as real GPUs showed (docs/tolerances.md §5b)."""
+        correctly rounded), and for LINEAR wherever the scale is not a power of two (DirectML's LINEAR coordinates
+        are not exact there even where the quotient is a float32 value). A LINEAR weight moves with such a
+        coordinate; a NEAREST_NEIGHBOR pick moves only where x ± Δx straddles an integer (`ambiguous_picks`), as real
+        GPUs showed (docs/tolerances.md §5b)."""
+        linear = desc.params["InterpolationMode"] == "LINEAR"
         return [(source_coordinates(n_out, scale, ipo, opo).astype(np.float64),
-                 coordinates.uncertainty(n_out, scale, ipo, opo))
+                 coordinates.uncertainty(n_out, scale, ipo, opo, linear))
                 for _, n_out, scale, ipo, opo in self.axes(desc, variant)]
 
     def reference(self, desc: Description, inputs: Mapping[str, np.ndarray], variant: str | None = None

@@ -64,14 +64,14 @@ def test_fp32_resample_example():
     assert acc.count[0, 0] == 16 and np.asarray(acc.weight_factors)[0, 0] == 2
     assert round(float(acc.value[0, 0]), 8) == -0.74055568 and round(float(acc.abs_sum[0, 0]), 7) == 2.3197224
     slack = np.asarray(acc.coordinate_slack)
-    assert round(float(slack[0, 0]), 10) == 5.1897e-6 and int(np.asarray(acc.coordinate_terms)[0, 0]) == 12
+    assert round(float(slack[0, 0]), 10) == 7.9107e-6 and int(np.asarray(acc.coordinate_terms)[0, 0]) == 18
     allowance = float(bound.allowance(golden[:1, 0], acc.count[:1, 0], acc.abs_sum[:1, 0],
                                       np.asarray(acc.weight_factors)[:1, 0], acc.abs_gradient_sum[:1, 0], F32,
                                       None, slack[:1, 0], np.asarray(acc.coordinate_terms)[:1, 0])[0])
-    assert round(allowance, 10) == 9.5058e-6 and round(allowance / float(np.spacing(np.abs(golden[0, 0]))), 1) == 159.5
+    assert round(allowance, 9) == 1.3056e-5 and round(allowance / float(np.spacing(np.abs(golden[0, 0]))), 1) == 219.1
     case = Case("doc", "fp32-example", Path("docs"), desc, {"InputGradientTensor": dy}, reference.outputs)
     moves = set()
     for knobs in LEGITIMATE:
         out = SimulatedDriver(knobs).run(case).outputs["OutputGradientTensor"]
         moves.add(int(out[0, 0].view(np.int32)) - int(golden[0, 0].view(np.int32)))
-    assert moves <= set(range(-14, 14)) and len(moves) >= 3  # within 14 ULP of the golden, 159.5 allowed
+    assert moves <= set(range(-14, 14)) and len(moves) >= 3  # within 14 ULP of the golden, 219.1 allowed

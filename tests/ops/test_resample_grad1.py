@@ -133,3 +133,18 @@ def test_fp16_sum_overflows_to_inf(describe):
     dy = np.array([60000, 60000], np.float16)
     out = run(describe, dy, (1,), params("NEAREST_NEIGHBOR", "DECREASING", [2.0], [0.0], [0.0])).outputs
     assert out["OutputGradientTensor"].tolist() == [np.inf]
+
+
+def test_a_linear_coordinate_is_exact_only_with_a_scale_that_inverts_exactly():
+    """x = (13 + 0.5)/0.75 + 0.5 = 18.5 is a float32 value in every modelled order, yet a 1-ULP reciprocal of 0.75 (D3D
+    allows it; DirectML's LINEAR weights show it) gives 18.500002: uncertain for LINEAR, exact for a NEAREST pick, and
+    exact for either with a power-of-two scale."""
+    from dmlconform.ops import _resample_coordinates as coordinates
+
+    x = coordinates.evaluation_orders(14, 0.75, -0.5, -0.5)
+    assert np.all(x[:, 13] == np.float32(18.5))
+    assert coordinates.uncertainty(14, 0.75, -0.5, -0.5)[13] == 0
+    assert coordinates.uncertainty(14, 0.75, -0.5, -0.5, linear=True)[13] > 0
+    assert not coordinates.uncertainty(14, 0.5, -0.5, -0.5, linear=True).any()
+    assert coordinates.inverts_exactly(0.25) and coordinates.inverts_exactly(math.inf)
+    assert not coordinates.inverts_exactly(0.75) and not coordinates.inverts_exactly(3.0)

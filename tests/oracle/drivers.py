@@ -30,6 +30,7 @@ import numpy as np
 from dmlconform.backends.base import BackendInfo, Outcome
 from dmlconform.case import Case
 from dmlconform.feature_levels import HIGHEST
+from dmlconform.ops._resample_coordinates import inverts_exactly
 from dmlconform.ops.base import DescriptionError
 from tests.oracle.arithmetic import Summation, Weight, exact, round_fraction, weight_value
 
@@ -360,7 +361,8 @@ def max_pooling_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[st
 
 
 # -- RESAMPLE_GRAD1 ----------------------------------------------------------------------------------------------
-def _coordinate(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in: int, n_out: int) -> float:
+def _coordinate(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in: int, n_out: int,
+                mode: str) -> float:
     """The forward's source coordinate for output `o`, as the driver computes it (float32 by the contract)."""
     f = np.float64 if knobs.bug == "resample-coordinate-in-float64" else np.float32
     if knobs.bug == "resample-offsets-ignored":
@@ -387,6 +389,12 @@ def _coordinate(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in
                 toward = f(0) if knobs.coordinates == "division-low" else f(np.inf) * np.sign(q)
                 q = np.nextafter(np.nextafter(q, toward), toward)
             x = q - f(ipo)
+        elif knobs.coordinates == "linear-reciprocal-1-ulp" and mode == "LINEAR":
+            # D3D's reciprocal is 1 ULP: one ULP above the float32 1/S, except where 1/S is exact (S a power of two).
+            r = f(1) / f(scale)
+            if not inverts_exactly(scale):
+                r = np.nextafter(r, f(np.inf))
+            x = (f(o) - f(opo)) * r - f(ipo)
         elif knobs.coordinates == "folded":  # o·(1/S) − (OPO·(1/S) + IPO): offsets folded into one bias
             r = f(1) / f(scale)
             x = f(o) * r - (f(opo) * r + f(ipo))
@@ -440,8 +448,8 @@ def resample_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str,
         scales, ipo, opo = scales[::-1], ipo[::-1], opo[::-1]
     per_axis = []
     for a, (n_in, n_out) in enumerate(zip(shape, dy.shape, strict=True)):
-        per_axis.append([_axis_taps(knobs, _coordinate(knobs, o, scales[a], ipo[a], opo[a], n_in, n_out), n_in,
-                                    mode, rounding) for o in range(n_out)])
+        per_axis.append([_axis_taps(knobs, _coordinate(knobs, o, scales[a], ipo[a], opo[a], n_in, n_out, mode),
+                                    n_in, mode, rounding) for o in range(n_out)])
     terms: dict[int, Terms] = {}
     for o in np.ndindex(dy.shape):
         for combination in itertools.product(*(per_axis[a][o[a]] for a in range(len(shape)))):
@@ -508,6 +516,9 @@ LEGITIMATE: tuple[Knobs, ...] = (
           "quotient is inexact (D3D allows 2.5 ULP)", coordinates="division-high"),
     Knobs("coordinates-divided-bias", "ResampleGrad1 coordinates as o/S − (OPO/S + IPO)",
           coordinates="divided-bias"),
+    Knobs("linear-coordinates-by-a-1-ulp-reciprocal", "ResampleGrad1 LINEAR coordinates as (o − OPO)·r − IPO with r "
+          "one ULP above the float32 1/S (D3D's reciprocal is 1 ULP), even where the quotient is a float32 value "
+          "(DirectML 1.15.4's LINEAR weights on lavapipe)", coordinates="linear-reciprocal-1-ulp"),
     Knobs("refuses-gradient-not-pooled-size", "MaxPoolingGrad refuses a gradient that is not the pooled size "
           "(as DirectML 1.15.4 does)", pool_gradient_size="refused"),
 )

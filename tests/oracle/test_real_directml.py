@@ -82,20 +82,41 @@ def test_where_every_modelled_order_agrees_an_inexact_linear_coordinate_is_still
 
 # -- the two stacks: lavapipe and an NVIDIA H100 (examples/dml_harness/results/DECISIONS.md) -------------------------
 STACKS = REPO / "tests" / "oracle" / "data" / "directml-1.15.4-stacks-probes.npz"
+#: Four of the seven full-tier LINEAR cases that both stacks failed under the earlier exact-coordinate rule (§7).
+STACKS_LINEAR = REPO / "tests" / "oracle" / "data" / "directml-1.15.4-stacks-linear.npz"
 PROBES = REPO / "examples" / "dml_harness" / "investigate" / "probes"
 H100_NEAREST = ("resample_grad1.standard/cells-float16-r3-3", "resample_grad1.standard/cells-float16-r3-6",
                 "resample_grad1.smoke/grid-nearest_neighbor-decreasing-down-int-negative-float16")
 
 
-@pytest.fixture(scope="module")
-def stacks() -> dict[str, dict[str, np.ndarray]]:
+def _by_stack(path) -> dict[str, dict[str, np.ndarray]]:  # type: ignore[no-untyped-def]
     """Per stack ('h100', 'lavapipe'), DirectML's outputs by case id."""
     found: dict[str, dict[str, np.ndarray]] = {}
-    with np.load(STACKS) as archive:
+    with np.load(path) as archive:
         for key in archive.files:
             stack, _, case_id = key.partition("__")
             found.setdefault(stack, {})[case_id.replace("__", "/")] = archive[key]
     return found
+
+
+@pytest.fixture(scope="module")
+def stacks() -> dict[str, dict[str, np.ndarray]]:
+    return _by_stack(STACKS)
+
+
+def test_a_linear_coordinate_with_a_scale_that_is_not_a_power_of_two_is_uncertain_even_where_exact(cases):
+    """Each of these cases has a coordinate that every modelled order computes alike and whose real value is a float32
+    value, e.g. (13 + 0.5)/0.75 + 0.5 = 18.5; DirectML's weights put it a ULP off on both stacks. Both stacks' outputs
+    pass, and each fails where such a coordinate counts as exact whatever the scale (the rule before)."""
+    linear = _by_stack(STACKS_LINEAR)
+    assert set(linear) == {"h100", "lavapipe"}
+    for stack, outputs in linear.items():
+        assert len(outputs) == 4
+        for case_id, actual in outputs.items():
+            assert _verdict(cases[case_id], actual).passed, (stack, case_id)
+            with mock.patch.object(coordinates, "inverts_exactly", lambda _: True):
+                before = _verdict(cases[case_id], actual)
+            assert not before.passed, (stack, case_id)
 
 
 @pytest.fixture(scope="module")
