@@ -4,6 +4,8 @@ of them is what they hold."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import lzma
 import shutil
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dmlconform.case_result import Status
-from dmlconform.results.document import read_document
+from dmlconform.results.document import from_document, read_document
 from dmlconform.results.expectations import load_expectations
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,11 +45,27 @@ def test_both_stacks_came_out_the_same_case_for_case_and_fail_only_the_baselined
     failed = sorted(case_id for case_id, status in statuses[0].items() if status is Status.FAIL)
     expectations = load_expectations(REPO / "examples" / "dml_harness" / "baseline-directml-1.15.4.csv", [], [])
     assert len(failed) == 12 and all(expectations.expected_failure(case_id) for case_id in failed)
-    assert len(expectations.baseline) == 4  # every entry is used by some failing case
-    assert all(any(entry is expectations.expected_failure(c) for c in failed) for entry in expectations.baseline)
+    standard = [entry for entry in expectations.baseline if ".full/" not in entry.text]
+    assert len(standard) == 4  # every entry is used by some failing case
+    assert all(any(entry is expectations.expected_failure(c) for c in failed) for entry in standard)
     devices = {run.backend.device for run in runs.values()}
     assert devices == {"llvmpipe (LLVM 15.0.6, 256 bits)", "NVIDIA H100 80GB HBM3"}
     assert {run.backend.extra.get("api") for run in runs.values()} == {"DirectML 1.15.4.0"}
+
+
+@pytest.mark.slow
+def test_the_full_tier_came_out_the_same_on_both_stacks_and_its_failures_are_baselined():
+    """The full tier's kept runs (results/DECISIONS.md §7): eight failures beyond the standard tier's, the same on both
+    stacks, each one baselined by a `.full/` entry, and every such entry used."""
+    paths = [RESULTS / f"directml-1.15.4-{stack}-full.json.xz" for stack in ("lavapipe", "h100")]
+    runs = [from_document(json.loads(lzma.decompress(path.read_bytes())), path) for path in paths]
+    statuses = [{r.id: r.status for r in run.results} for run in runs]
+    assert statuses[0] == statuses[1] and len(statuses[0]) == 5899
+    failed = sorted(case_id for case_id, status in statuses[0].items() if status is Status.FAIL)
+    expectations = load_expectations(REPO / "examples" / "dml_harness" / "baseline-directml-1.15.4.csv", [], [])
+    full = [entry for entry in expectations.baseline if ".full/" in entry.text]
+    assert len(failed) == 8 and all(expectations.expected_failure(case_id) in full for case_id in failed)
+    assert all(any(entry is expectations.expected_failure(c) for c in failed) for entry in full)
 
 
 ORT_RESULTS = REPO / "examples" / "ort_dml_host" / "results"
