@@ -98,10 +98,11 @@ def uncertainty(n_out: int, scale: float, input_offset: float, output_offset: fl
     orders = evaluation_orders(n_out, scale, input_offset, output_offset)
     # An infinite coordinate clamps to an edge in every order.
     infinite = ~np.isfinite(orders[0])
-    agree = (np.all(orders == orders[0], axis=0)
-             & exactly_representable(n_out, scale, input_offset, output_offset)) | infinite
     if linear and not inverts_exactly(scale):
         agree = infinite
+    else:
+        agree = (np.all(orders == orders[0], axis=0)
+                 & exactly_representable(n_out, scale, input_offset, output_offset)) | infinite
     with np.errstate(invalid="ignore"):
         scale_a = (np.arange(n_out) + abs(output_offset)) / abs(scale) + abs(input_offset)
     k = COORDINATE_ROUNDINGS * _U32

@@ -376,8 +376,12 @@ def _coordinate(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in
             x = (f(o) - f(opo)) * f(scale) - f(ipo)
         elif knobs.bug == "resample-half-pixel-off":
             x = (f(o) + f(0.5) - f(opo)) / f(scale) - f(0.5) - f(ipo)
-        elif knobs.coordinates == "reciprocal":  # (o − OPO)·(1/S) − IPO, 1/S a float32 constant
-            x = (f(o) - f(opo)) * (f(1) / f(scale)) - f(ipo)
+        elif knobs.coordinates == "reciprocal" or (knobs.coordinates == "linear-reciprocal-1-ulp"
+                                                    and mode == "LINEAR"):
+            r = f(1) / f(scale)  # (o − OPO)·(1/S) − IPO, 1/S a float32 constant
+            if knobs.coordinates == "linear-reciprocal-1-ulp" and not inverts_exactly(scale):
+                r = np.nextafter(r, f(np.inf))  # D3D's reciprocal is 1 ULP: one ULP high where 1/S rounds
+            x = (f(o) - f(opo)) * r - f(ipo)
         elif knobs.coordinates in ("division-low", "division-high") and np.isfinite(f(scale)) \
                 and np.isfinite(f(opo)):
             # D3D allows a float32 division 2.5 ULP: an inexact quotient 2 ULP from the nearest float32, toward
@@ -389,12 +393,6 @@ def _coordinate(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in
                 toward = f(0) if knobs.coordinates == "division-low" else f(np.inf) * np.sign(q)
                 q = np.nextafter(np.nextafter(q, toward), toward)
             x = q - f(ipo)
-        elif knobs.coordinates == "linear-reciprocal-1-ulp" and mode == "LINEAR":
-            # D3D's reciprocal is 1 ULP: one ULP above the float32 1/S, except where 1/S is exact (S a power of two).
-            r = f(1) / f(scale)
-            if not inverts_exactly(scale):
-                r = np.nextafter(r, f(np.inf))
-            x = (f(o) - f(opo)) * r - f(ipo)
         elif knobs.coordinates == "folded":  # o·(1/S) − (OPO·(1/S) + IPO): offsets folded into one bias
             r = f(1) / f(scale)
             x = f(o) * r - (f(opo) * r + f(ipo))

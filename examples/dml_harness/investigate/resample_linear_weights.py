@@ -92,7 +92,7 @@ def nearest_surprises(backend: NativeBackend, axis: tuple[int, int, float, float
     n_in, n_out, scale, ipo, opo = axis
     exact = coordinates.uncertainty(n_out, scale, opo, ipo) == 0  # swapped, as above
     x = coordinates.evaluation_orders(n_out, scale, opo, ipo)[0].astype(np.float64)
-    kind = "power-of-two scale" if np.frexp(np.float32(scale))[0] == 0.5 else "other scale"
+    kind = "power-of-two scale" if coordinates.inverts_exactly(scale) else "other scale"
     found: Counter[str] = Counter()
     for rounding in ("DECREASING", "INCREASING"):
         case = probe_case(*axis, mode="NEAREST_NEIGHBOR", rounding=rounding)
@@ -129,7 +129,7 @@ def main() -> int:
             for o, off, allowed in deviations(rows, axis[0], *axis[2:]):
                 histogram[int(np.ceil(abs(off)))] += 1
                 if allowed == 0:
-                    kind = "power-of-two scale" if np.frexp(np.float32(axis[2]))[0] == 0.5 else "other scale"
+                    kind = "power-of-two scale" if coordinates.inverts_exactly(axis[2]) else "other scale"
                     exact_kept[f"{kind}, exact"] += off == 0
                     exact_kept[f"{kind}, off"] += off != 0
                 if abs(off) > allowed:
