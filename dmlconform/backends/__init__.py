@@ -8,7 +8,9 @@ one that cannot be loaded is reported in one line and hides nothing else.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -103,11 +105,28 @@ def create_backend(name: str, options: BackendOptions) -> Backend:
     return factory(options)
 
 
+def uses_wine_programs(name: str, options: BackendOptions) -> bool:
+    """Whether the backend starts this package's Windows programs (under Wine off Windows): `directml`, and
+    `onnxruntime --ep dml` without a host of the user's own."""
+    return name == "directml" or (name == "onnxruntime" and options.ep == "dml" and not options.harness)
+
+
+def run_environment(name: str, options: BackendOptions) -> AbstractContextManager[None]:
+    """What the backend needs set up once, in the command's own process, before its worker processes start: for the
+    Windows programs under Wine, the prefix and one shared X display (backends/directml.py). RuntimeError (one line)
+    when that cannot be had."""
+    if uses_wine_programs(name, options):
+        from dmlconform.backends.directml import wine_session
+
+        return wine_session()
+    return contextlib.nullcontext()
+
+
 def _load_builtin() -> None:
     # Each module registers itself; heavy imports (onnxruntime, torch) stay inside the backend's factory.
     import importlib
 
-    for module in ("numpy_backend", "onnxruntime_backend", "native", "torch_backend"):
+    for module in ("numpy_backend", "onnxruntime_backend", "native", "directml", "torch_backend"):
         try:
             importlib.import_module(f"dmlconform.backends.{module}")
         except ModuleNotFoundError as exc:

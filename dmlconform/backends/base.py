@@ -55,6 +55,15 @@ class BackendOptions:
     variant: str | None = None
     #: PyTorch device (torch backend): cpu, cuda or cuda:N.
     device: str = "cpu"
+    #: The real DirectML (directml backend, and onnxruntime's --ep dml through the packaged host): a DirectML.dll,
+    #: or a fetched onnxruntime-directml release's; None: DMLCONFORM_DIRECTML, else the default (directml/library.py).
+    directml: str | None = None
+    directml_version: str | None = None
+    #: The device: a DXGI adapter's index, or under Wine a Vulkan driver (lavapipe, nvidia, a manifest path).
+    adapter: str | None = None
+    warp: bool = False
+    #: ONNX Runtime session config entries (KEY=VALUE), for every session.
+    session_config: tuple[str, ...] = ()
 
 
 class Backend(Protocol):

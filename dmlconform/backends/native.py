@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dmlconform import __version__
@@ -80,11 +80,12 @@ class HarnessProcess:
     a queue with a deadline, so a harness that stops reading or writing can never block the runner.
     """
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], environment: Mapping[str, str] | None = None) -> None:
         self.argv = argv
         try:
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, bufsize=0)
+                                            stderr=subprocess.PIPE, bufsize=0,
+                                            env={**os.environ, **environment} if environment else None)
         except OSError as exc:
             raise HarnessStartError(f"cannot start harness {shlex.join(argv)}: {exc.strerror or exc}") from None
         self._inbound: queue.Queue[bytes | BaseException] = queue.Queue()
@@ -236,9 +237,13 @@ class HarnessClient:
     descriptions; the onnxruntime backend sends an ONNX model host its models (docs/native-harness.md section 9)."""
 
     def __init__(self, command: str, timeout_s: float, decode_hello: Callable[[Frame], Any] = protocol.decode_hello,
-                 client: str = f"dmlconform {__version__}", what: str = "harness") -> None:
+                 client: str = f"dmlconform {__version__}", what: str = "harness", argv: Sequence[str] | None = None,
+                 environment: Mapping[str, str] | None = None) -> None:
+        """`command` is the harness command line; `argv` and `environment`, when given, are how it is started (the
+        packaged programs: the command line then only names it in messages)."""
         self.command = command
-        self.argv = harness_argv(command)
+        self.argv = list(argv) if argv is not None else harness_argv(command)
+        self.environment = dict(environment or {})
         self.timeout_s = timeout_s
         self.client = client
         #: Names the process in messages: "harness", "host".
@@ -259,7 +264,7 @@ class HarnessClient:
 
     # -- life cycle --------------------------------------------------------------------------------
     def _start(self) -> Any:
-        process = HarnessProcess(self.argv)
+        process = HarnessProcess(self.argv, self.environment)
         wait_s = max(self.timeout_s, MIN_HANDSHAKE_S)
         process.send(protocol.encode_hello_request(self.client))
         try:
@@ -394,10 +399,12 @@ def device_removed_outcome(reply: protocol.Reply) -> Outcome:
 class NativeBackend:
     name = "native"
 
-    def __init__(self, command: str, timeout_s: float, client: str = f"dmlconform {__version__}") -> None:
+    def __init__(self, command: str, timeout_s: float, client: str = f"dmlconform {__version__}",
+                 argv: Sequence[str] | None = None, environment: Mapping[str, str] | None = None) -> None:
         self.command = command
         self.timeout_s = timeout_s
-        self.harness = HarnessClient(command, timeout_s, protocol.decode_hello, client)
+        self.harness = HarnessClient(command, timeout_s, protocol.decode_hello, client, argv=argv,
+                                     environment=environment)
         self.hello: Hello = self.harness.hello
 
     @property

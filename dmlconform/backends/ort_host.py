@@ -1,8 +1,8 @@
 """The onnxruntime backend's graphs run in an ONNX model host: another process, with another ONNX Runtime.
 
 On Linux there is no onnxruntime-directml, so `--ep dml` sends each model the backend builds, with its inputs, to
-examples/ort_dml_host (a Windows program that loads onnxruntime.dll from the onnxruntime-directml wheel, run under
-Wine) over the native-harness framing (docs/native-harness.md section 9). The host is started, timed out, restarted
+the ONNX Runtime host this package carries (ort_dml_host.exe, a Windows program that loads onnxruntime.dll from the
+onnxruntime-directml wheel, run under Wine: directml/start.py), or to the host `--harness` names over the native-harness framing (docs/native-harness.md section 9). The host is started, timed out, restarted
 and isolated exactly as a native harness is (native.HarnessClient); its failures are classified as the in-process
 backend classifies ONNX Runtime's exceptions, so a graph the DirectML EP does not take whole is NOT_SUPPORTED with
 ORT's message and the nodes it left to the CPU.
@@ -15,17 +15,19 @@ case.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dmlconform import harness_protocol as protocol
-from dmlconform.backends.base import BackendInfo, Outcome
+from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome
 from dmlconform.backends.native import HarnessClient, HarnessStartError, device_removed_outcome
 from dmlconform.backends.onnx_graphs import Graph
-from dmlconform.backends.onnxruntime_backend import (
+from dmlconform.backends.onnxruntime_common import (
     NAME,
     PROVIDERS,
     ProviderChoice,
@@ -35,6 +37,9 @@ from dmlconform.backends.onnxruntime_backend import (
 )
 from dmlconform.case import Case
 from dmlconform.ops.base import TensorDesc
+
+if TYPE_CHECKING:
+    from dmlconform.directml.wine import PrivateDisplay
 
 MAX_RSS_ENV = "DMLCONFORM_HOST_MAX_RSS_MIB"
 DEFAULT_MAX_RSS_MIB = 4096
@@ -61,6 +66,14 @@ def memory_limit(environ: Mapping[str, str]) -> int:
     return mib << 20
 
 
+def _host_ep(ep: str) -> str:
+    key = "dml" if ep == "auto" else ep
+    if key not in ("dml", "cpu"):
+        raise RuntimeError(f"--ep {ep}: the ONNX model host runs the DirectML EP (dml) or, as a control, the CPU "
+                           "EP (cpu)")
+    return key
+
+
 class HostRunner:
     """Runs the backend's graphs in an ONNX model host (see the module docstring)."""
 
@@ -72,25 +85,58 @@ class HostRunner:
         self.choice = choice
         self.hello: protocol.ModelHostHello = client.hello
         self.memory = memory
+        #: The packaged host's DirectML.dll, onnxruntime.dll, Wine and device (directml/start.py), for the result.
+        self.facts: dict[str, str] = {}
+        self.display: PrivateDisplay | None = None
 
     @classmethod
-    def start(cls, command: str, ep: str, timeout_s: float, environ: Mapping[str, str] | None = None) -> HostRunner:
-        """Start the host for --ep `ep` (dml, cpu; auto means dml) and check that it serves that provider."""
-        key = "dml" if ep == "auto" else ep
-        if key not in ("dml", "cpu"):
-            raise RuntimeError(f"--ep {ep}: the ONNX model host runs the DirectML EP (dml) or, as a control, the CPU "
-                               "EP (cpu)")
+    def start(cls, command: str, ep: str, timeout_s: float, environ: Mapping[str, str] | None = None,
+              session_config: tuple[str, ...] = ()) -> HostRunner:
+        """Start the host command for --ep `ep` (dml, cpu; auto means dml) and check that it serves that provider."""
+        key = _host_ep(ep)
         limit = memory_limit(environ if environ is not None else os.environ)
+        config = "".join(f" --session-config {shlex.quote(entry)}" for entry in session_config)
         try:
-            client = HarnessClient(f"{command} --ep {key}", timeout_s, protocol.decode_model_host_hello, what="host")
+            client = HarnessClient(f"{command} --ep {key}{config}", timeout_s, protocol.decode_model_host_hello,
+                                   what="host")
         except HarnessStartError as exc:
             raise RuntimeError(str(exc)) from None
         except ValueError as exc:  # shlex: unbalanced quotes
             raise RuntimeError(f"--harness {command!r}: {exc}") from None
+        return cls._checked(client, key, limit, f"the host {command!r}")
+
+    @classmethod
+    def start_packaged(cls, options: BackendOptions, environ: Mapping[str, str] | None = None) -> HostRunner:
+        """Start the host this package carries (ort_dml_host.exe; under Wine off Windows) on onnxruntime-directml's
+        DLLs: the DirectML.dll and device the options name (directml/start.py)."""
+        from dmlconform.directml.start import Device, StartError, host_start
+        from dmlconform.directml.wine import PrivateDisplay, WineUnavailable
+
+        key = _host_ep(options.ep)
+        limit = memory_limit(environ if environ is not None else os.environ)
+        display = None
+        try:
+            start = host_start(key, options.directml, options.directml_version,
+                               Device.parse(options.adapter, options.warp),
+                               lambda line: print(f"dmlconform: {line}", file=sys.stderr), options.session_config)
+            display = PrivateDisplay(start.launch)
+            client = HarnessClient(start.launch.describe(), options.timeout_s, protocol.decode_model_host_hello,
+                                   what="host", argv=start.launch.argv, environment=display.environment)
+        except (StartError, WineUnavailable, HarnessStartError) as exc:
+            if display is not None:
+                display.close()
+            raise RuntimeError(str(exc)) from None
+        runner = cls._checked(client, key, limit, "the packaged host")
+        runner.facts = dict(start.facts)
+        runner.display = display
+        return runner
+
+    @classmethod
+    def _checked(cls, client: HarnessClient, key: str, limit: int, what: str) -> HostRunner:
         provider = PROVIDERS[key]
         if client.hello.execution_provider != provider:
             client.close()
-            raise RuntimeError(f"the host {command!r} serves {client.hello.execution_provider}, not {provider}")
+            raise RuntimeError(f"{what} serves {client.hello.execution_provider}, not {provider}")
         return cls(client, ProviderChoice(key, provider), HostMemory(limit))
 
     # -- SessionRunner ----------------------------------------------------------------------------
@@ -143,11 +189,14 @@ class HostRunner:
                  "host_memory_limit_mib": str(self.memory.limit_bytes >> 20), **hello.extra}
         if hello.directml:
             extra["directml"] = hello.directml
+        extra.update(self.facts)
         return BackendInfo(NAME, f"onnxruntime {hello.runtime_version} (ONNX model host)", device, level, source,
                            {k: v for k, v in extra.items() if v})
 
     def close(self) -> None:
         self.client.close()
+        if self.display is not None:
+            self.display.close()
         if self.memory.peak_bytes or self.client.restarts:
             # One line on stderr for the run's log: how the host's memory went (the result records the bound).
             print(f"dmlconform: ONNX model host: peak working set {self.memory.peak_bytes >> 20} MiB, "

@@ -1,5 +1,5 @@
 """The `dmlconform` command line: one module per command (run, merge, crosscheck, list/ops/backends, diff,
-show, repro, report, generate, coverage, certify, verify); `common` and `execution` (the run engine of run and
+show, repro, report, generate, coverage, certify, verify, doctor, fetch); `common` and `execution` (the run engine of run and
 certify) are shared."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, bundled_s
 from dmlconform.cli.coverage import coverage
 from dmlconform.cli.crosscheck import crosscheck
 from dmlconform.cli.diff import diff
+from dmlconform.cli.doctor import doctor
+from dmlconform.cli.fetch import fetch
 from dmlconform.cli.generate import generate
 from dmlconform.cli.listing import backends, list_cases, ops
 from dmlconform.cli.merge import merge
@@ -31,5 +33,5 @@ def main() -> None:
 
 
 for _command in (run, merge, crosscheck, list_cases, ops, backends, diff, show, repro, report, generate,
-                 coverage, certify, verify):
+                 coverage, certify, verify, doctor, fetch):
     main.add_command(_command)

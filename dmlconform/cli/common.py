@@ -97,6 +97,40 @@ def suite_limit_option(command: Callable[..., object]) -> Callable[..., object]:
                         help=SUITE_LIMIT_HELP)(command)
 
 
+def directml_options(command: Callable[..., object]) -> Callable[..., object]:
+    """The real DirectML's options (the directml backend, and onnxruntime's --ep dml through the packaged host), given
+    to the command as `directml`, `directml_version`, `adapter`, `warp` and `session_config`."""
+    options = (
+        click.option("--directml", "directml", metavar="PATH", envvar="DMLCONFORM_DIRECTML",
+                     type=click.Path(dir_okay=False),
+                     help="DirectML.dll to run (default: $DMLCONFORM_DIRECTML, else --directml-version's, else on "
+                     "Windows the installed onnxruntime-directml's, else the release `dmlconform fetch directml` "
+                     "fetched)."),
+        click.option("--directml-version", "directml_version", metavar="V",
+                     help="The DirectML.dll of onnxruntime-directml release V, fetched into the cache by "
+                     "`dmlconform fetch directml V` (several side by side; `dmlconform doctor` lists them)."),
+        click.option("--adapter", "adapter", metavar="N|DRIVER",
+                     help="The device: a DXGI adapter's index, or under Wine a Vulkan driver for Direct3D 12 "
+                     "(lavapipe, nvidia, radeon, intel, or a driver manifest's path). Default: adapter 0 of every "
+                     "installed driver."),
+        click.option("--warp", is_flag=True, help="Windows' software adapter, WARP (not under Wine: use --adapter "
+                     "lavapipe)."),
+        click.option("--session-config", "session_config", multiple=True, metavar="KEY=VALUE",
+                     help="An ONNX Runtime session config entry for every session (onnxruntime backend), e.g. "
+                     "ep.dml.disable_graph_fusion=1. Repeatable."),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def check_session_config(entries: tuple[str, ...]) -> tuple[str, ...]:
+    for entry in entries:
+        if "=" not in entry or entry.startswith("="):
+            fail(f"--session-config {entry}: use KEY=VALUE")
+    return entries
+
+
 def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None = None,
                parse: SuiteParser | None = None, limits: SuiteLimits | None = None) -> list[Case]:
     """The selected cases of the given suites, or of the bundled ones at the tier (default: standard)."""

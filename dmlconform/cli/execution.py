@@ -68,16 +68,21 @@ def default_journal(json_path: Path | None) -> Path | None:
     return None if json_path is None else json_path.with_name(json_path.stem + ".journal.jsonl")
 
 
-def backend_settings(backend_name: str, ep: str, harness: str | None, timeout_s: float,
-                     variant: str | None, device: str = "cpu") -> dict[str, Any]:
+def backend_settings(backend_name: str, options: BackendOptions) -> dict[str, Any]:
     """The backend options that change results, for this backend only (merge and resume compare them)."""
     if backend_name == "torch":
-        return {"device": device, "variant": variant}
+        return {"device": options.device, "variant": options.variant}
     if backend_name == "native":
-        return {"harness": harness, "timeout_s": timeout_s}
+        return {"harness": options.harness, "timeout_s": options.timeout_s}
+    directml = {"directml": options.directml, "directml_version": options.directml_version,
+                "adapter": options.adapter, "warp": options.warp}
+    if backend_name == "directml":
+        return {**directml, "timeout_s": options.timeout_s}
     if backend_name == "onnxruntime":
-        return {"ep": ep, **({"harness": harness, "timeout_s": timeout_s} if harness else {})}
-    return {"variant": variant}
+        host = {"harness": options.harness, "timeout_s": options.timeout_s} if options.harness else {}
+        packaged = {**directml, "session_config": list(options.session_config)} if options.ep == "dml" else {}
+        return {"ep": options.ep, **host, **packaged}
+    return {"variant": options.variant}
 
 
 @dataclass
@@ -113,13 +118,25 @@ class RunRequest:
         retries = default_retries(self.backend_name) if self.retries is None else self.retries
         return {"expression": self.expression, "tier": self.tier_name or (None if self.paths else DEFAULT.value),
                 "repeat": self.repeat, "retries": retries,
-                **backend_settings(self.backend_name, options.ep, options.harness, options.timeout_s,
-                                   options.variant, options.device)}
+                **backend_settings(self.backend_name, options)}
 
 
 def execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResult:
     """Run the request to the end (or to the stop request): one result per selected case, in selection order.
     Unusable input or a backend that cannot start is a one-line error (exit 2)."""
+    import contextlib
+
+    from dmlconform.backends import run_environment
+
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(run_environment(request.backend_name, request.options))
+        except RuntimeError as exc:
+            fail(f"--backend {request.backend_name}: {exc}")
+        return _execute(request, stop, console)
+
+
+def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResult:
     from dmlconform.case_result import Status
     from dmlconform.report.progress import progress_for
     from dmlconform.results import ResultsError

@@ -31,8 +31,18 @@ def run_options(run: RunResult | None, target: FeatureLevel) -> list[str]:
         options += ["--device", str(settings["device"])]
     if backend == "onnxruntime":
         options += ["--ep", str(settings.get("ep") or "auto")]
+        for entry in settings.get("session_config") or []:
+            options += ["--session-config", str(entry)]
+    if backend in ("directml", "onnxruntime"):
+        for key, option in (("directml", "--directml"), ("directml_version", "--directml-version"),
+                            ("adapter", "--adapter")):
+            if settings.get(key):
+                options += [option, str(settings[key])]
+        if settings.get("warp") is True:
+            options.append("--warp")
     if backend == "native":
         options += ["--harness", str(settings.get("harness"))]
+    if backend in ("native", "directml"):
         if float(settings.get("timeout_s") or 60.0) != _RUN_DEFAULTS["timeout_s"]:
             options += ["--timeout", f"{float(settings['timeout_s']):g}"]
     if int(settings.get("repeat") or 1) != _RUN_DEFAULTS["repeat"]:

@@ -14,6 +14,8 @@ from dmlconform.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     TIER_HELP,
+    check_session_config,
+    directml_options,
     fail,
     make_console,
     parse_level,
@@ -31,8 +33,8 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--backend", "backend_name", default="numpy", show_default=True,
-              help="Backend to test: numpy (the reference), onnxruntime, native, torch, or a plugin's "
-              "(`dmlconform backends` lists them).")
+              help="Backend to test: numpy (the reference), directml (the real DirectML.dll), onnxruntime, native, "
+              "torch, or a plugin's (`dmlconform backends` lists them).")
 @click.option("--feature-level", "level_text", metavar="L", help="Judge at this level (e.g. 5_1) instead of "
               "the level the backend claims.")
 @click.option("-k", "expression", metavar="EXPR", help="Select cases: words (id substring, op, dtype or tag) "
@@ -64,8 +66,8 @@ if TYPE_CHECKING:
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
               help="PyTorch device (torch backend).")
 @click.option("--harness", metavar="'CMD ARGS'", help="Native harness command line (native backend); for the "
-              "onnxruntime backend, an ONNX model host to run the graphs in (--ep dml on Linux uses "
-              "examples/ort_dml_host/run_under_wine.sh unless told otherwise).")
+              "onnxruntime backend, an ONNX model host of your own to run the graphs in (--ep dml off Windows uses "
+              "the packaged one under Wine unless told otherwise).")
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=click.FloatRange(0.001),
               help="Seconds one case may take: the native harness is then killed; a worker process of any "
               "backend that overruns by far more (time for a harness restart, plus 5 s) is killed too.")
@@ -80,6 +82,7 @@ if TYPE_CHECKING:
               "<output>.npy, recorded in the JSON result (for `dmlconform show` and `repro`).")
 @click.option("--artifacts-all", is_flag=True, help="With --artifacts: keep the outputs of every case.")
 @click.option("--tier", "tier_name", type=click.Choice(NAMES), help=TIER_HELP)
+@directml_options
 @suite_limit_option
 def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expression: str | None,
         json_path: Path | None, junit_path: Path | None, jobs: int, shard_text: str | None,
@@ -87,7 +90,8 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
         skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
         device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
         html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
-        suite_limits: SuiteLimits) -> None:
+        directml: str | None, directml_version: str | None, adapter: str | None, warp: bool,
+        session_config: tuple[str, ...], suite_limits: SuiteLimits) -> None:
     """Run suite files or folders (default: the bundled test_vectors/) through a backend.
 
     Exit status: 0 every case came out as expected, 1 one did not, 2 unusable input or usage,
@@ -109,7 +113,8 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
          skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
          device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
          html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
-         suite_limits: SuiteLimits) -> int:
+         directml: str | None, directml_version: str | None, adapter: str | None, warp: bool,
+         session_config: tuple[str, ...], suite_limits: SuiteLimits) -> int:
     from dmlconform.backends.base import BackendOptions
     from dmlconform.cli.common import write_html_report
     from dmlconform.cli.execution import RunRequest, default_journal, execute
@@ -129,8 +134,10 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
     if artifacts_all and artifacts_dir is None:
         fail("--artifacts-all needs --artifacts DIR")
     keep = KeepOutputs.NONE if artifacts_dir is None else KeepOutputs.ALL if artifacts_all else KeepOutputs.FAILING
-    request = RunRequest(paths, backend_name, BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s,
-                                                             variant=variant, device=device),
+    options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device,
+                             directml=directml, directml_version=directml_version, adapter=adapter, warp=warp,
+                             session_config=check_session_config(session_config))
+    request = RunRequest(paths, backend_name, options,
                          level, expression, tier_name, jobs, shard, journal_path or default_journal(json_path), resume,
                          expectations, retries, repeat, keep, artifacts_dir, json_path,
                          suite_limits=suite_limits)

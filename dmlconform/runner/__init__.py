@@ -29,8 +29,8 @@ MOVED_SHOWN = 10
 
 def default_retries(backend_name: str) -> int:
     """Retries when none are asked for (and always in a certification): one out of process, where a driver or
-    harness may flake (`native`), none in process."""
-    return 1 if backend_name == "native" else 0
+    harness may flake (`native`, `directml`), none in process."""
+    return 1 if backend_name in ("native", "directml") else 0
 
 
 class KeepOutputs(Enum):

@@ -30,9 +30,18 @@ class Actual:
 def options_of(run: RunResult) -> BackendOptions:
     """The backend options a run recorded in its settings (those that change results)."""
     settings = run.settings
+    def text(key: str) -> str | None:
+        value = settings.get(key)
+        return str(value) if value not in (None, "") else None
+
+    session_config = settings.get("session_config")
     return BackendOptions(ep=str(settings.get("ep") or "auto"), harness=settings.get("harness"),
                           timeout_s=float(settings.get("timeout_s") or 60.0), variant=settings.get("variant"),
-                          device=str(settings.get("device") or "cpu"))
+                          device=str(settings.get("device") or "cpu"), directml=text("directml"),
+                          directml_version=text("directml_version"), adapter=text("adapter"),
+                          warp=settings.get("warp") is True,
+                          session_config=tuple(str(e) for e in session_config)
+                          if isinstance(session_config, list) else ())
 
 
 def rerun(case: Case, backend_name: str, options: BackendOptions) -> Outcome:

@@ -17,6 +17,7 @@ from onnx import helper
 from dmlconform.backends import create_backend
 from dmlconform.backends import onnx_graphs as graphs
 from dmlconform.backends import onnxruntime_backend as orb
+from dmlconform.backends import onnxruntime_common as orc
 from dmlconform.backends.base import BackendOptions, OutcomeKind
 from dmlconform.backends.onnx_graphs.common import GraphBuilder
 from dmlconform.case import Case
@@ -66,7 +67,7 @@ def random_data(rng: np.random.Generator, dtype: DataType, shape: tuple[int, ...
 
 @pytest.fixture(scope="module")
 def backend() -> orb.OnnxRuntimeBackend:
-    return orb.OnnxRuntimeBackend(ort, orb.choose_provider("cpu", ort.get_available_providers()))
+    return orb.OnnxRuntimeBackend(ort, orc.choose_provider("cpu", ort.get_available_providers()))
 
 
 def check(backend: orb.OnnxRuntimeBackend, case: Case, construction: str | None = None) -> None:
@@ -90,41 +91,41 @@ def dtypes_of(op_name: str) -> list[DataType]:
 @pytest.mark.parametrize(("available", "expected"), [
     ([DML, CUDA, CPU], DML), ([CUDA, CPU], CUDA), ([CPU], CPU), (["AzureExecutionProvider", CPU], CPU)])
 def test_auto_prefers_dml_then_cuda_then_cpu(available: list[str], expected: str) -> None:
-    assert orb.choose_provider("auto", available).provider == expected
+    assert orc.choose_provider("auto", available).provider == expected
 
 
 @pytest.mark.parametrize("ep", ["dml", "cuda"])
 def test_asking_for_an_absent_provider_is_a_usage_error(ep: str) -> None:
     with pytest.raises(RuntimeError, match=f"--ep {ep}: .* is not available") as info:
-        orb.choose_provider(ep, [CPU])
+        orc.choose_provider(ep, [CPU])
     assert "\n" not in str(info.value)
 
 
 def test_no_provider_at_all_is_a_usage_error() -> None:
     with pytest.raises(RuntimeError, match="no usable execution provider"):
-        orb.choose_provider("auto", [])
+        orc.choose_provider("auto", [])
 
 
 @pytest.mark.parametrize(("ep", "available"), [("dml", [DML, CPU]), ("cuda", [CUDA, CPU]), ("auto", [DML, CPU])])
 def test_gpu_providers_never_fall_back_to_the_cpu(ep: str, available: list[str]) -> None:
-    choice = orb.choose_provider(ep, available)
+    choice = orc.choose_provider(ep, available)
     assert choice.gpu
     names = [p if isinstance(p, str) else p[0] for p in choice.providers]
     assert names == [choice.provider]  # CPUExecutionProvider is not listed
     assert choice.config == {"session.disable_cpu_ep_fallback": "1"}
-    options = orb.session_options(ort, choice)  # the SessionOptions really passed to InferenceSession
+    options = orc.session_options(ort, choice)  # the SessionOptions really passed to InferenceSession
     assert options.get_session_config_entry("session.disable_cpu_ep_fallback") == "1"
     if choice.key == "dml":  # what the DirectML EP's documentation requires
         assert not options.enable_mem_pattern and options.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL
 
 
 def test_cuda_computes_float32_without_tf32() -> None:
-    assert orb.choose_provider("cuda", [CUDA, CPU]).providers == [(CUDA, {"use_tf32": "0"})]
-    assert orb.choose_provider("dml", [DML, CPU]).providers == [DML]
+    assert orc.choose_provider("cuda", [CUDA, CPU]).providers == [(CUDA, {"use_tf32": "0"})]
+    assert orc.choose_provider("dml", [DML, CPU]).providers == [DML]
 
 
 def test_cpu_provider_keeps_default_fallback() -> None:
-    choice = orb.choose_provider("cpu", [CPU])
+    choice = orc.choose_provider("cpu", [CPU])
     assert not choice.gpu and choice.providers == [CPU] and choice.config == {}
 
 
@@ -176,23 +177,23 @@ def test_cpu_info_names_version_provider_and_level(backend: orb.OnnxRuntimeBacke
     ("1.13.1", FeatureLevel.L6_2), ("1.14.1", FeatureLevel.L6_2), ("1.9.0", FeatureLevel.L5_1),
     ("1.4.2", FeatureLevel.L3_0), ("2.0.0", None)])
 def test_directml_version_to_feature_level(dml: str, level: FeatureLevel | None) -> None:
-    assert orb.directml_level(dml) is level
+    assert orc.directml_level(dml) is level
 
 
 @pytest.mark.parametrize(("ort_version", "dml"), [
     ("1.24.4", "1.15.4"), ("1.21.0", "1.15.4"), ("1.20.1", "1.15.2"), ("1.19.2", "1.15.1"), ("1.18.0", "1.14.1"),
     ("1.17.3", None)])
 def test_directml_shipped_by_onnxruntime(ort_version: str, dml: str | None) -> None:
-    assert orb.directml_for_ort(ort_version)[0] == dml
+    assert orc.directml_for_ort(ort_version)[0] == dml
 
 
 def test_unknown_directml_claims_the_graphs_highest_level() -> None:
-    dml = orb.choose_provider("dml", [DML])
-    level, source = orb.claimed_level(dml, "1.17.3")
-    assert level is orb.implemented_level() is HIGHEST and "unknown" in source
-    level, source = orb.claimed_level(dml, "1.18.0")
+    dml = orc.choose_provider("dml", [DML])
+    level, source = orc.claimed_level(dml, "1.17.3")
+    assert level is orc.implemented_level() is HIGHEST and "unknown" in source
+    level, source = orc.claimed_level(dml, "1.18.0")
     assert level is FeatureLevel.L6_2 and "1.14.1" in source
-    level, source = orb.claimed_level(dml, "1.18.0", dll_version="1.15.4")
+    level, source = orc.claimed_level(dml, "1.18.0", dll_version="1.15.4")
     assert level is FeatureLevel.L6_4 and "DirectML.dll" in source
 
 
@@ -460,7 +461,7 @@ def test_provider_failures_are_mapped(kind: str, message: str, status: Status) -
     fake = type("FakeOrt", (), {"InferenceSession": staticmethod(_failing_session(kind, message)),
                                 "SessionOptions": ort.SessionOptions, "ExecutionMode": ort.ExecutionMode,
                                 "__version__": ort.__version__})
-    gpu = orb.OnnxRuntimeBackend(fake, orb.choose_provider("dml", [DML]))  # type: ignore[arg-type]
+    gpu = orb.OnnxRuntimeBackend(fake, orc.choose_provider("dml", [DML]))  # type: ignore[arg-type]
     case = make_case("ACTIVATION_RELU_GRAD", {}, {"InputTensor": np.ones(2, np.float32),
                                                  "InputGradientTensor": np.ones(2, np.float32)}, (2,))
     result = run_case(case, gpu, HIGHEST)

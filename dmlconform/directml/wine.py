@@ -1,0 +1,381 @@
+"""How a Windows program of this package is started: directly on Windows, under Wine elsewhere.
+
+Under Wine the programs need four things, each found or made here and each missing one named in one line with its
+fix: the Wine loader; a 64-bit prefix of our own under the cache (made once, checked each time, remade when broken);
+an X display (Wine's DXGI needs one; without it D3D12CreateDevice fails with DXGI_ERROR_UNSUPPORTED), an Xvfb
+started when there is none; and a Vulkan driver for Wine's Direct3D 12 (vkd3d), the one the user names or the
+loader's default. Every program started on one prefix must use one display: they share the prefix's wineserver and
+its desktop, and a program on another display than the desktop's gets DXGI_ERROR_UNSUPPORTED.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PureWindowsPath
+
+from dmlconform.directml.library import cache_root
+
+WINE_ENV = "WINE"
+PREFIX_ENV = "DMLCONFORM_WINE_PREFIX"
+READY_MARK = ".dmlconform-prefix.json"
+WINE_HINT = "apt-get install wine64 (Debian/Ubuntu; Wine 8 or newer), or set WINE to the wine64 loader"
+XVFB_HINT = "apt-get install xvfb, or set DISPLAY to a running X server"
+#: Standard Vulkan driver manifest folders (the Vulkan loader's own search list on Linux).
+ICD_FOLDERS = ("/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/etc/vulkan/icd.d",
+               "/usr/local/nvidia/share/vulkan/icd.d")
+#: Short names for the drivers people mean, matched against a manifest's file name.
+DRIVER_ALIASES = {"lavapipe": "lvp", "llvmpipe": "lvp", "radv": "radeon", "amd": "radeon", "anv": "intel"}
+WINEBOOT_TIMEOUT_S = 300.0
+XVFB_START_S = 15.0
+
+
+class WineUnavailable(RuntimeError):
+    """Wine, its prefix, a display or a Vulkan driver is missing or broken; the message is one line with the fix."""
+
+
+# -- Wine itself ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Wine:
+    loader: Path
+    server: Path | None
+    version: str  # "wine-8.0 (Debian 8.0~repack-4)"
+
+
+def find_wine(environ: Mapping[str, str] | None = None) -> Wine:
+    env = os.environ if environ is None else environ
+    named = env.get(WINE_ENV, "")
+    candidates = [named] if named else [shutil.which("wine64", path=env.get("PATH")) or "", "/usr/lib/wine/wine64",
+                                        shutil.which("wine", path=env.get("PATH")) or ""]
+    loader = next((Path(c) for c in candidates if c and os.access(c, os.X_OK) and Path(c).is_file()), None)
+    if loader is None:
+        where = f"{WINE_ENV}={named} is not an executable file" if named else "no wine64 or wine on PATH"
+        raise WineUnavailable(f"no Wine ({where}): {WINE_HINT}")
+    try:
+        done = subprocess.run([str(loader), "--version"], capture_output=True, text=True, timeout=30,
+                              env={**env, "WINEDEBUG": "-all"}, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WineUnavailable(f"{loader} --version failed: {exc}; {WINE_HINT}") from None
+    version = done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else ""
+    if not version.startswith("wine-"):
+        raise WineUnavailable(f"{loader} is not a Wine loader ({loader} --version said "
+                              f"{(done.stdout or done.stderr).strip()[:80]!r}); {WINE_HINT}")
+    server = next((p for p in (loader.with_name("wineserver"), loader.with_name("wineserver64"))
+                   if p.is_file()), None)
+    if server is None and (found := shutil.which("wineserver", path=env.get("PATH"))):
+        server = Path(found)
+    return Wine(loader, server, version)
+
+
+def windows_path(path: Path) -> str:
+    """A Linux path as the programs see it under Wine: drive Z: is the root in every prefix Wine makes."""
+    return str(PureWindowsPath("Z:\\") / PureWindowsPath(*Path(path).resolve().parts[1:]))
+
+
+# -- the prefix ----------------------------------------------------------------------------------------------------
+def wine_prefix(wine: Wine, environ: Mapping[str, str] | None = None) -> Path:
+    """Ours, under the cache, one per Wine version: DMLCONFORM_WINE_PREFIX names another."""
+    env = os.environ if environ is None else environ
+    if env.get(PREFIX_ENV):
+        return Path(env[PREFIX_ENV])
+    slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in wine.version.split(" ")[0])
+    return cache_root(env) / "wine" / f"prefix-{slug}"
+
+
+def prefix_problem(prefix: Path, wine: Wine) -> str:
+    """Why the prefix cannot be used as it is ("" when it can)."""
+    if not prefix.exists():
+        return "it does not exist yet"
+    mark = prefix / READY_MARK
+    try:
+        made = json.loads(mark.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "it was never completed (an interrupted set-up)"
+    except (OSError, ValueError) as exc:
+        return f"{mark.name} is unreadable ({exc})"
+    if not isinstance(made, dict) or made.get("wine") != wine.version:
+        return f"it was made by {made.get('wine') if isinstance(made, dict) else 'an unknown Wine'}, not {wine.version}"
+    for name in ("system.reg", "user.reg"):
+        try:
+            if (prefix / name).stat().st_size < 64:
+                return f"{name} is empty"
+        except OSError:
+            return f"{name} is missing"
+    if not (prefix / "drive_c" / "windows" / "system32").is_dir():
+        return "drive_c/windows/system32 is missing"
+    if not (prefix / "dosdevices" / "z:").exists():
+        return "drive Z: (the root folder) is missing"
+    return ""
+
+
+def ensure_prefix(wine: Wine, prefix: Path, log: Callable[[str], None]) -> None:
+    """Make the prefix ready, or remake it when broken; one process at a time per prefix."""
+    if not prefix_problem(prefix, wine):
+        return
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(prefix.with_name(prefix.name + ".lock")):
+        problem = prefix_problem(prefix, wine)
+        if not problem:
+            return
+        if prefix.exists():
+            log(f"remaking the Wine prefix {prefix}: {problem}")
+            shutil.rmtree(prefix, ignore_errors=True)
+        else:
+            log(f"making a Wine prefix at {prefix} (once; about half a minute)")
+        env = {**os.environ, **_wine_environment(prefix, None), "WINEDEBUG": "-all"}
+        for argv in ([str(wine.loader), "wineboot", "-i"],
+                     # Wine's Direct3D on Vulkan, as its Direct3D 12 (vkd3d) is.
+                     [str(wine.loader), "reg", "add", r"HKCU\Software\Wine\Direct3D", "/v", "renderer", "/d",
+                      "vulkan", "/f"]):
+            try:
+                subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=WINEBOOT_TIMEOUT_S, check=False)
+            except subprocess.TimeoutExpired:
+                raise WineUnavailable(f"making the Wine prefix {prefix}: {argv[1]} took over "
+                                      f"{WINEBOOT_TIMEOUT_S:g} s; remove the folder and try again") from None
+            # The registry reaches the disk when the wineserver exits: wait for it, or the prefix looks incomplete.
+            _wait_for_wineserver(wine, env)
+        made = {"wine": wine.version, "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        problem = prefix_problem(prefix, wine) if (prefix / "system.reg").exists() else "wineboot made no registry"
+        if problem and problem != "it was never completed (an interrupted set-up)":
+            raise WineUnavailable(f"Wine could not make a prefix at {prefix}: {problem} ({wine.version}; "
+                                  f"try WINEDEBUG=+all {wine.loader} wineboot -i with WINEPREFIX={prefix})")
+        (prefix / READY_MARK).write_text(json.dumps(made) + "\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    import fcntl  # Wine runs on POSIX systems only
+
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _wait_for_wineserver(wine: Wine, env: Mapping[str, str], timeout_s: float = 60.0) -> None:
+    if wine.server is None:
+        return
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run([str(wine.server), "-w"], env={**os.environ, **env}, timeout=timeout_s, check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# -- Vulkan drivers ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VulkanDriver:
+    name: str  # the manifest's file name without .json, e.g. "lvp_icd.x86_64", "nvidia_icd"
+    manifest: Path
+    library: str  # the driver library the manifest names
+
+    @property
+    def label(self) -> str:
+        return "lavapipe (Mesa, CPU)" if self.name.startswith("lvp") else self.name
+
+
+def vulkan_drivers(environ: Mapping[str, str] | None = None) -> list[VulkanDriver]:
+    """The driver manifests installed in the standard folders (and XDG_DATA_HOME's), each read for its library."""
+    env = os.environ if environ is None else environ
+    folders = list(ICD_FOLDERS)
+    home = env.get("XDG_DATA_HOME") or (str(Path(env["HOME"]) / ".local" / "share") if env.get("HOME") else "")
+    if home:
+        folders.append(str(Path(home) / "vulkan" / "icd.d"))
+    found: dict[str, VulkanDriver] = {}
+    for folder in folders:
+        for manifest in sorted(Path(folder).glob("*.json")) if Path(folder).is_dir() else []:
+            driver = _read_manifest(manifest)
+            if driver is not None and driver.name not in found:
+                found[driver.name] = driver
+    return list(found.values())
+
+
+def _read_manifest(path: Path) -> VulkanDriver | None:
+    try:
+        if path.stat().st_size > 1 << 16:
+            return None
+        document = json.loads(path.read_text(encoding="utf-8"))
+        library = document["ICD"]["library_path"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(library, str):
+        return None
+    if "i686" in path.name or "i386" in library:  # 32-bit drivers serve 32-bit programs only
+        return None
+    return VulkanDriver(path.name.removesuffix(".json"), path, library)
+
+
+def choose_vulkan_driver(wanted: str, environ: Mapping[str, str] | None = None) -> VulkanDriver:
+    """The driver a name (lavapipe, nvidia, radeon, intel, a manifest's name) or a manifest path means."""
+    if wanted.endswith(".json") or os.sep in wanted:
+        driver = _read_manifest(Path(wanted))
+        if driver is None:
+            raise WineUnavailable(f"--adapter {wanted}: not a readable Vulkan driver manifest (an ICD .json file)")
+        return driver
+    drivers = vulkan_drivers(environ)
+    key = DRIVER_ALIASES.get(wanted.lower(), wanted.lower())
+    matches = [d for d in drivers if d.name.lower().startswith(key) or d.name.lower() == key]
+    if len(matches) == 1:
+        return matches[0]
+    known = ", ".join(d.name for d in drivers) or "none installed"
+    if not matches:
+        raise WineUnavailable(f"--adapter {wanted}: no such Vulkan driver (installed: {known}); lavapipe, Mesa's CPU "
+                              "driver, comes with apt-get install mesa-vulkan-drivers")
+    raise WineUnavailable(f"--adapter {wanted}: several Vulkan drivers match ({known}); give a manifest path")
+
+
+# -- the display ---------------------------------------------------------------------------------------------------
+class Xvfb:
+    """A virtual X server of our own, stopped with `stop()`."""
+
+    def __init__(self) -> None:
+        if shutil.which("Xvfb") is None:
+            raise WineUnavailable(f"no X display for Wine (DISPLAY is unset) and no Xvfb to make one: {XVFB_HINT}")
+        read_end, write_end = os.pipe()
+        try:
+            # -displayfd: Xvfb picks a free display number and writes it once it accepts connections.
+            self.process = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-nolisten", "tcp", "-screen", "0",
+                                             "640x480x24"], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                            start_new_session=True)
+        finally:
+            os.close(write_end)
+        try:
+            self.display = ":" + self._display_number(read_end)
+        except WineUnavailable:
+            self.stop()
+            raise
+        finally:
+            os.close(read_end)
+
+    def _display_number(self, read_end: int) -> str:
+        import select
+
+        deadline, text = time.monotonic() + XVFB_START_S, b""
+        while time.monotonic() < deadline and not text.endswith(b"\n"):
+            ready, _, _ = select.select([read_end], [], [], 0.1)
+            if ready:
+                chunk = os.read(read_end, 64)
+                if not chunk:
+                    break
+                text += chunk
+            elif self.process.poll() is not None:
+                break
+        number = text.strip().decode("ascii", "replace")
+        if not number.isdigit():
+            err = b""
+            if self.process.poll() is not None and self.process.stderr is not None:
+                err = self.process.stderr.read()[-300:]
+            raise WineUnavailable(f"Xvfb did not start within {XVFB_START_S:g} s"
+                                  + (f": {' '.join(err.decode('utf-8', 'replace').split())}" if err else ""))
+        return number
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+def needs_wine() -> bool:
+    return sys.platform != "win32"
+
+
+class PrivateDisplay:
+    """For a program started outside a `shared_display` block (one backend in one process: `show`, `repro`,
+    `crosscheck`): an Xvfb of its own when DISPLAY is unset, stopped by `close` once the prefix's wineserver is done
+    with it. Nothing when there is a display, or no Wine."""
+
+    def __init__(self, started: Launch) -> None:
+        self.launch = started
+        self.server = Xvfb() if started.wine is not None and not os.environ.get("DISPLAY") else None
+        self.environment = {**started.environment, **({"DISPLAY": self.server.display} if self.server else {})}
+
+    def close(self) -> None:
+        if self.server is not None:
+            if self.launch.wine is not None and self.launch.prefix is not None:
+                _wait_for_wineserver(self.launch.wine, self.launch.environment, timeout_s=10.0)
+            self.server.stop()
+            self.server = None
+
+
+@contextlib.contextmanager
+def shared_display(wine: Wine | None = None, prefix: Path | None = None) -> Iterator[str | None]:
+    """DISPLAY for every program this process and its children start: the one set, else an Xvfb for as long as the
+    block runs (then the prefix's wineserver is given a few seconds to close its desktop before the display goes)."""
+    if not needs_wine() or os.environ.get("DISPLAY"):
+        yield os.environ.get("DISPLAY")
+        return
+    server = Xvfb()
+    os.environ["DISPLAY"] = server.display
+    try:
+        yield server.display
+    finally:
+        if wine is not None and prefix is not None:
+            _wait_for_wineserver(wine, _wine_environment(prefix, None), timeout_s=10.0)
+        os.environ.pop("DISPLAY", None)
+        server.stop()
+
+
+# -- starting a program --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Launch:
+    """A program's command line and the environment variables it needs besides the caller's."""
+
+    argv: tuple[str, ...]
+    environment: Mapping[str, str]
+    wine: Wine | None = None
+    prefix: Path | None = None
+    vulkan_driver: VulkanDriver | None = None
+
+    def describe(self) -> str:
+        import shlex
+
+        settings = " ".join(f"{k}={v}" for k, v in sorted(self.environment.items()) if k.startswith(("WINEPREFIX",
+                                                                                                      "VK_ICD")))
+        return (settings + " " if settings else "") + shlex.join(self.argv)
+
+
+def _wine_environment(prefix: Path, driver: VulkanDriver | None, environ: Mapping[str, str] | None = None
+                      ) -> dict[str, str]:
+    given = os.environ if environ is None else environ
+    env = {"WINEPREFIX": str(prefix), "WINEARCH": "win64",
+           "WINEDEBUG": given.get("WINEDEBUG", "-all"),
+           "WINEDLLOVERRIDES": given.get("WINEDLLOVERRIDES", "mscoree,mshtml=;winemenubuilder.exe=d"),
+           # vkd3d's own errors only, so a dropped dispatch still shows on stderr.
+           "VKD3D_DEBUG": given.get("VKD3D_DEBUG", "err"),
+           "VKD3D_SHADER_DEBUG": given.get("VKD3D_SHADER_DEBUG", "err")}
+    if driver is not None:
+        env["VK_ICD_FILENAMES"] = env["VK_DRIVER_FILES"] = str(driver.manifest)
+    return env
+
+
+def launch(program: Path, arguments: list[str], dll_paths: dict[str, Path], vulkan: str | None,
+           log: Callable[[str], None], environ: Mapping[str, str] | None = None) -> Launch:
+    """How to start `program` with `arguments`; `dll_paths` are options naming DLLs (e.g. {"--dml": path}), given
+    in the form the program reads them (a Wine path under Wine). Makes the prefix when needed."""
+    env = os.environ if environ is None else environ
+    if not needs_wine():
+        if vulkan is not None:
+            raise WineUnavailable(f"--adapter {vulkan}: a Vulkan driver is chosen only under Wine; on Windows give "
+                                  "the adapter's index (--adapter N) or --warp")
+        dll_args = [a for option, path in dll_paths.items() for a in (option, str(path))]
+        return Launch((str(program), *dll_args, *arguments), {})
+    wine = find_wine(env)
+    prefix = wine_prefix(wine, env)
+    ensure_prefix(wine, prefix, log)
+    driver = choose_vulkan_driver(vulkan, env) if vulkan is not None else None
+    dll_args = [a for option, path in dll_paths.items() for a in (option, windows_path(path))]
+    return Launch((str(wine.loader), str(program), *dll_args, *arguments), _wine_environment(prefix, driver, env),
+                  wine, prefix, driver)
