@@ -162,7 +162,21 @@ def _wine() -> Iterator[Finding]:
         yield Finding("wine", "X display", State.MISSING, "DISPLAY is unset and there is no Xvfb", XVFB_HINT)
 
 
-def _vulkan() -> Iterator[Finding]:
+def _vulkan_devices(manifest: str) -> list[str] | None:
+    """The devices one Vulkan driver finds (vulkaninfo with that driver alone); None without vulkaninfo."""
+    vulkaninfo = shutil.which("vulkaninfo")
+    if vulkaninfo is None:
+        return None
+    try:
+        done = subprocess.run([vulkaninfo, "--summary"], capture_output=True, text=True, timeout=60, check=False,
+                              env={**os.environ, "VK_ICD_FILENAMES": manifest, "VK_DRIVER_FILES": manifest})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return [line.split("=", 1)[1].strip() for line in done.stdout.splitlines()
+            if line.strip().startswith("deviceName")]
+
+
+def _vulkan(devices: dict[str, list[str] | None]) -> Iterator[Finding]:
     from dmlconform.directml.wine import vulkan_drivers
 
     drivers = vulkan_drivers()
@@ -172,22 +186,11 @@ def _vulkan() -> Iterator[Finding]:
                       "12: -t bookworm-backports), or your GPU vendor's Vulkan driver")
         return
     for driver in drivers:
-        present = os.path.isabs(driver.library) and os.path.exists(driver.library) or not os.path.isabs(
-            driver.library)
-        yield Finding("vulkan", driver.name, State.OK if present else State.BROKEN,
-                      f"{driver.manifest} -> {driver.library}",
-                      "" if present else f"the manifest names {driver.library}, which is not there: reinstall "
-                      "that driver")
-    vulkaninfo = shutil.which("vulkaninfo")
-    if vulkaninfo:
-        try:
-            done = subprocess.run([vulkaninfo, "--summary"], capture_output=True, text=True, timeout=60, check=False)
-            devices = [line.split("=", 1)[1].strip() for line in done.stdout.splitlines()
-                       if line.strip().startswith("deviceName")]
-            yield Finding("vulkan", "devices", State.OK if devices else State.INFO,
-                          "; ".join(devices) or "vulkaninfo listed none")
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            yield Finding("vulkan", "devices", State.INFO, f"vulkaninfo failed: {exc}")
+        found = devices.setdefault(str(driver.manifest), _vulkan_devices(str(driver.manifest)))
+        listed = "devices not listed (apt-get install vulkan-tools for vulkaninfo)" if found is None else \
+            "; ".join(found) if found else "no device (no hardware for this driver here)"
+        yield Finding("vulkan", driver.name, State.OK if found or found is None else State.INFO,
+                      f"{listed} ({driver.manifest})")
 
 
 def _directml() -> Iterator[Finding]:
@@ -214,25 +217,43 @@ def _directml() -> Iterator[Finding]:
                   f"{choice.facts.sha256} ({choice.origin})")
 
 
-def _handshakes(log: Callable[[str], None]) -> Iterator[Finding]:
-    """The harness started on every Vulkan driver (under Wine) or the default adapter (Windows): what it reports."""
+def _handshakes(devices: dict[str, list[str] | None]) -> Iterator[Finding]:
+    """The harness started on every Vulkan driver that has a device (under Wine), or on the default adapter
+    (Windows): what it reports. Then the ONNX Runtime host on the first device the harness ran on."""
     from dmlconform.backends import create_backend
     from dmlconform.backends.base import BackendOptions
     from dmlconform.backends.directml import wine_session
-    from dmlconform.directml.wine import needs_wine, vulkan_drivers
+    from dmlconform.directml.wine import needs_wine
 
-    devices: list[str | None] = [str(d.manifest) for d in vulkan_drivers()] if needs_wine() else [None]
+    drivers: list[str | None] = [m for m, found in devices.items() if found or found is None] if needs_wine() \
+        else [None]
     try:
         with wine_session():
-            for device in devices or [None]:
-                label = os.path.basename(device).removesuffix(".json") if device else "adapter 0"
-                yield _handshake("directml", label, BackendOptions(adapter=device, timeout_s=120.0), create_backend)
-            label = os.path.basename(devices[0]).removesuffix(".json") if devices and devices[0] else "adapter 0"
-            yield _handshake("onnxruntime", label, BackendOptions(ep="dml", adapter=devices[0] if devices else None,
-                                                                  timeout_s=120.0), create_backend)
+            working: list[str | None] = []
+            for driver in drivers or [None]:
+                finding = _handshake("directml", _label(driver), BackendOptions(adapter=driver, timeout_s=120.0),
+                                     create_backend)
+                if finding.state is State.OK:
+                    working.append(driver)
+                yield finding
+            host_driver = working[0] if working else (drivers[0] if drivers else None)
+            yield _handshake("onnxruntime", _label(host_driver),
+                             BackendOptions(ep="dml", adapter=host_driver, timeout_s=120.0), create_backend)
     except RuntimeError as exc:  # no Wine, no display: said above; the handshake cannot be tried
         yield Finding("handshake", "DirectML harness", State.MISSING, str(exc), "see the missing pieces above",
                       directml_path=True)
+
+
+def _label(driver: str | None) -> str:
+    return os.path.basename(driver).removesuffix(".json") if driver else "adapter 0"
+
+
+def _short(message: str) -> str:
+    """A start failure without the command line it repeats (the programs' rows show where they are)."""
+    for marker in ("handshake failed: ", "ended before the handshake: ", "did not answer the handshake"):
+        if marker in message:
+            return (marker.strip() + " " if marker.startswith("did") else "") + message.split(marker, 1)[1]
+    return message
 
 
 def _handshake(backend: str, label: str, options: object, create: Callable[..., object]) -> Finding:
@@ -241,7 +262,7 @@ def _handshake(backend: str, label: str, options: object, create: Callable[..., 
         started = create(backend, options)
     except Exception as exc:  # any start failure is a finding, not a crash
         message = " ".join(str(exc).split())
-        return Finding("handshake", f"{what} on {label}", State.BROKEN, message[:400], _fix_for(message),
+        return Finding("handshake", f"{what} on {label}", State.BROKEN, _short(message)[:400], _fix_for(message),
                        directml_path=True)
     try:
         info = started.info()  # type: ignore[attr-defined]
@@ -255,6 +276,8 @@ def _handshake(backend: str, label: str, options: object, create: Callable[..., 
 
 def _fix_for(message: str) -> str:
     lowered = message.lower()
+    if "this install of dmlconform has no" in lowered or "windows/build.py" in lowered:
+        return "see the programs' rows above"
     if "fetch directml" in lowered or "no directml.dll" in lowered:
         return "dmlconform fetch directml"
     if "wine" in lowered and "install" in lowered:
@@ -267,13 +290,15 @@ def _fix_for(message: str) -> str:
     return "see the message"
 
 
-def diagnose(log: Callable[[str], None], live: bool = True) -> Diagnosis:
-    findings = [*_python(), *_onnxruntime(), *_cuda(), *_programs()]
+def diagnose(live: bool = True) -> Diagnosis:
+    """Every finding; with `live`, the harness and host are started (seconds per device)."""
     from dmlconform.directml.wine import needs_wine
 
+    findings = [*_python(), *_onnxruntime(), *_cuda(), *_programs()]
+    devices: dict[str, list[str] | None] = {}
     if needs_wine():
-        findings += [*_wine(), *_vulkan()]
+        findings += [*_wine(), *_vulkan(devices)]
     findings += list(_directml())
     if live:
-        findings += list(_handshakes(log))
+        findings += list(_handshakes(devices))
     return Diagnosis(findings)

@@ -74,8 +74,14 @@ def create(options: BackendOptions) -> DirectMLBackend:
 def wine_session() -> Iterator[None]:
     """Once per command, before any worker process starts a program: the Wine prefix made (not by several workers at
     once) and one X display for all of them (they share the prefix's desktop). Nothing on Windows."""
-    from dmlconform.directml.wine import WineUnavailable, ensure_prefix, find_wine, needs_wine, shared_display, \
-        wine_prefix
+    from dmlconform.directml.wine import (
+        WineUnavailable,
+        ensure_prefix,
+        find_wine,
+        needs_wine,
+        shared_display,
+        wine_prefix,
+    )
 
     if not needs_wine():
         yield

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import platform
 import threading
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -92,7 +91,8 @@ class InProcessRunner:
 
     def prepare(self, graph: Graph, dtype_name: str) -> Any | Outcome:
         try:
-            session = self.ort.InferenceSession(graph.model.SerializeToString(), session_options(self.ort, self.choice, self.session_config),
+            options = session_options(self.ort, self.choice, self.session_config)
+            session = self.ort.InferenceSession(graph.model.SerializeToString(), options,
                                                 providers=self.choice.providers)
         except Exception as exc:
             return classify_exception(exc, "session creation", self.choice.provider, graph_summary(graph, dtype_name))

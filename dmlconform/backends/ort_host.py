@@ -2,7 +2,8 @@
 
 On Linux there is no onnxruntime-directml, so `--ep dml` sends each model the backend builds, with its inputs, to
 the ONNX Runtime host this package carries (ort_dml_host.exe, a Windows program that loads onnxruntime.dll from the
-onnxruntime-directml wheel, run under Wine: directml/start.py), or to the host `--harness` names over the native-harness framing (docs/native-harness.md section 9). The host is started, timed out, restarted
+onnxruntime-directml wheel, run under Wine: directml/start.py), or to the host `--harness` names, over the
+native-harness framing (docs/native-harness.md section 9). The host is started, timed out, restarted
 and isolated exactly as a native harness is (native.HarnessClient); its failures are classified as the in-process
 backend classifies ONNX Runtime's exceptions, so a graph the DirectML EP does not take whole is NOT_SUPPORTED with
 ORT's message and the nodes it left to the CPU.

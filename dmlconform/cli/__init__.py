@@ -1,6 +1,6 @@
 """The `dmlconform` command line: one module per command (run, merge, crosscheck, list/ops/backends, diff,
-show, repro, report, generate, coverage, certify, verify, doctor, fetch); `common` and `execution` (the run engine of run and
-certify) are shared."""
+show, repro, report, generate, coverage, certify, verify, doctor, fetch); `common` and `execution` (the run engine
+of run and certify) are shared."""
 
 from __future__ import annotations
 

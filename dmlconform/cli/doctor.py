@@ -24,7 +24,7 @@ def doctor(json_path: Path | None, no_handshake: bool) -> None:
     from dmlconform.doctor import diagnose
     from dmlconform.report.doctor import render_doctor
 
-    diagnosis = diagnose(lambda line: click.echo(f"dmlconform: {line}", err=True), live=not no_handshake)
+    diagnosis = diagnose(live=not no_handshake)
     if json_path is not None:
         write_json_output(json_path, diagnosis.to_json())
     if json_path is None or str(json_path) != "-":

@@ -1,4 +1,5 @@
-"""`dmlconform fetch directml [VERSION]`: an onnxruntime-directml release's DLLs into the cache (directml/library.py)."""
+"""`dmlconform fetch directml [VERSION]`: an onnxruntime-directml release's DLLs into the cache
+(directml/library.py)."""
 
 from __future__ import annotations
 

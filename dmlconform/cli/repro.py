@@ -42,9 +42,9 @@ def run_options(run: RunResult | None, target: FeatureLevel) -> list[str]:
             options.append("--warp")
     if backend == "native":
         options += ["--harness", str(settings.get("harness"))]
-    if backend in ("native", "directml"):
-        if float(settings.get("timeout_s") or 60.0) != _RUN_DEFAULTS["timeout_s"]:
-            options += ["--timeout", f"{float(settings['timeout_s']):g}"]
+    timeout_s = float(settings.get("timeout_s") or 60.0)
+    if backend in ("native", "directml") and timeout_s != _RUN_DEFAULTS["timeout_s"]:
+        options += ["--timeout", f"{timeout_s:g}"]
     if int(settings.get("repeat") or 1) != _RUN_DEFAULTS["repeat"]:
         options += ["--repeat", str(settings["repeat"])]
     return [*options, "--feature-level", target.label]

@@ -63,7 +63,7 @@ def program_build(environ: Mapping[str, str] | None = None) -> ProgramBuild:
             present = all((folder / name).is_file() for name in (HARNESS, HOST))
             return ProgramBuild(folder, origin, present, "" if present else f"{folder} holds neither program")
         return ProgramBuild(folder, origin, False, "dmlconform runs from a source tree, not an install: build the "
-                                                   f"programs with python windows/build.py DIR and set {PROGRAMS_DIR_ENV}")
+                            f"programs with python windows/build.py DIR and set {PROGRAMS_DIR_ENV}")
     except (OSError, ValueError) as exc:
         return ProgramBuild(folder, origin, False, f"{record_path} is unreadable: {exc}")
     if not isinstance(record, dict):

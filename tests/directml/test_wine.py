@@ -52,7 +52,7 @@ def test_wine_is_found_by_its_version_and_a_missing_one_is_one_line_with_the_fix
                                                    r"apt-get install wine64"):
         wine.find_wine({"WINE": "/nowhere/wine64", "PATH": ""})
     not_wine = _executable(tmp_path / "true-wine", "#!/bin/sh\necho hello\n")
-    with pytest.raises(wine.WineUnavailable, match="is not a Wine loader .*'hello'"):
+    with pytest.raises(wine.WineUnavailable, match=r"is not a Wine loader .*'hello'"):
         wine.find_wine({"WINE": str(not_wine), "PATH": ""})
 
 

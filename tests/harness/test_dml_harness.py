@@ -1,8 +1,8 @@
-"""The DirectML harness (examples/dml_harness): cross-built with mingw-w64, run on the real DirectML.dll under Wine.
+"""The DirectML harness (windows/dml_harness): cross-built by the wheel's build (windows/build.py), run on the real
+DirectML.dll under Wine as the directml backend starts it.
 
 Needs x86_64-w64-mingw32-g++, /usr/lib/wine/wine64 (or $WINE), Xvfb (or $DISPLAY) and DirectML.dll
-($DMLH_DIRECTML_DLL, examples/dml_harness/build/DirectML.dll from get_directml.sh, or the dml-wine
-set-up's /opt/dmlconform-wine prefix); skips with the missing piece named otherwise. Which results
+($DMLH_DIRECTML_DLL, or `dmlconform fetch directml`'s); skips with the missing piece named otherwise. Which results
 DirectML computes needs a Vulkan driver that Wine's d3d12 can dispatch on (Mesa's lavapipe from
 bookworm-backports): the handshake, refusal and protocol tests below do not depend on it, the
 bundled-case test does.
@@ -11,7 +11,6 @@ bundled-case test does.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 from collections.abc import Iterator
@@ -23,14 +22,8 @@ import pytest
 
 from dmlconform import harness_protocol as protocol
 from dmlconform.backends.native import NativeBackend
-from tests.harness.wine_tools import missing_wine_tools
+from tests.harness.wine_tools import built_programs, directml_dll, missing_wine_tools, program_command
 
-ROOT = Path(__file__).resolve().parents[2]
-HARNESS_DIR = ROOT / "examples" / "dml_harness"
-DLL_PLACES = [Path(p) for p in (os.environ.get("DMLH_DIRECTML_DLL", ""),) if p] + [
-    HARNESS_DIR / "build" / "DirectML.dll",
-    Path("/opt/dmlconform-wine/prefix/drive_c/windows/system32/DirectML.dll"),
-]
 #: Wine start-up plus D3D12/DirectML device creation is a few seconds; a cold prefix takes longer.
 START_S = 120.0
 
@@ -43,34 +36,20 @@ def _missing() -> str:
     tools = missing_wine_tools()
     if tools:
         return tools
-    if not any(p.is_file() for p in DLL_PLACES):
-        return ("DirectML.dll not found (run examples/dml_harness/get_directml.sh or set DMLH_DIRECTML_DLL); "
-                f"looked in {', '.join(map(str, DLL_PLACES))}")
+    if directml_dll() is None:
+        return "no DirectML.dll (dmlconform fetch directml, or set DMLH_DIRECTML_DLL)"
     return ""
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory, display: str) -> str:
-    """The harness command line: built into a temporary folder, with its own Wine prefix, on the module's display."""
-    build = tmp_path_factory.mktemp("dml_harness")
-    dll = next(p for p in DLL_PLACES if p.is_file())
-    prefix = build / "wineprefix"
-    # The prefix is made while the harness compiles: wineboot mostly waits, the compiler computes.
-    preparing = subprocess.Popen([str(HARNESS_DIR / "run_under_wine.sh"), "--prepare"],
-                                 env={**os.environ, "WINEPREFIX": str(prefix)}, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True)
-    try:
-        made = subprocess.run(["make", "-C", str(HARNESS_DIR), f"BUILD={build}", f"DIRECTML_DLL={dll}"],
-                              capture_output=True, text=True, timeout=600)
-        _, prepare_log = preparing.communicate(timeout=300)
-    finally:
-        if preparing.poll() is None:
-            preparing.kill()
-    assert made.returncode == 0, made.stdout + made.stderr
-    assert "warning" not in made.stderr, made.stderr
-    assert preparing.returncode == 0, prepare_log
-    return (f"env WINEPREFIX={prefix} DISPLAY={display} DMLH_EXE={build / 'dml_harness.exe'} "
-            f"{HARNESS_DIR / 'run_under_wine.sh'}")
+    """The packaged harness's command line, as the directml backend starts it: built by the wheel's own build, with a
+    Wine prefix of the module's own, on the module's display and lavapipe."""
+    programs = built_programs(tmp_path_factory.mktemp("programs"))
+    dll = directml_dll()
+    assert dll is not None
+    return program_command(programs / "dml_harness.exe", display, tmp_path_factory.mktemp("wine") / "prefix",
+                           {"--dml": dll})
 
 
 # -- a raw protocol client, for what the runner itself never sends --------------------------------

@@ -1,9 +1,9 @@
-"""The ONNX model host (examples/ort_dml_host): cross-built with mingw-w64, run under Wine with onnxruntime-directml
+"""The ONNX model host (windows/ort_host): cross-built by the wheel's build, run under Wine with onnxruntime-directml
 1.24.4's onnxruntime.dll, on its DirectML EP (lavapipe here) and, as the control, its CPU EP.
 
 Needs what the DirectML harness tests need (x86_64-w64-mingw32-g++, Wine, Xvfb or DISPLAY) plus onnxruntime.dll,
-onnxruntime_providers_shared.dll and DirectML.dll ($ORT_DML_HOST_DLLS, or examples/ort_dml_host/build/ as
-examples/ort_dml_host/get_onnxruntime.sh leaves them); skips with the missing piece named otherwise. Kept cheap:
+onnxruntime_providers_shared.dll and DirectML.dll ($ORT_DML_HOST_DLLS, or `dmlconform fetch directml`'s release);
+skips with the missing piece named otherwise. Kept cheap:
 a handful of host starts and DirectML sessions (each session compiles its shaders on lavapipe: seconds).
 """
 
@@ -29,23 +29,24 @@ from dmlconform.case_result import Status
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.runner import run_case
 from tests.backends.test_onnxruntime_backend import make_case
-from tests.harness.wine_tools import missing_wine_tools
+from tests.harness.wine_tools import built_programs, missing_wine_tools, program_command
 
 #: Each test starts host processes (Wine for the real host): seconds, not the quick loop.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-HOST_DIR = ROOT / "examples" / "ort_dml_host"
 DLLS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "DirectML.dll")
 #: Wine start-up plus ONNX Runtime, device creation and a first session; generous for a loaded machine.
 TIMEOUT_S = 240.0
 
 
 def _dll_dir() -> Path | None:
-    for place in [Path(p) for p in (os.environ.get("ORT_DML_HOST_DLLS", ""),) if p] + [HOST_DIR / "build"]:
-        if all((place / name).is_file() for name in DLLS):
-            return place
-    return None
+    """onnxruntime-directml's three DLLs: $ORT_DML_HOST_DLLS, else the default release `dmlconform fetch directml`
+    keeps in the cache."""
+    from dmlconform.directml.library import DEFAULT_VERSION, releases
+
+    given = os.environ.get("ORT_DML_HOST_DLLS")
+    places = [Path(given)] if given else [r.folder for r in releases() if r.package_version == DEFAULT_VERSION]
+    return next((place for place in places if all((place / name).is_file() for name in DLLS)), None)
 
 
 def _missing() -> str:
@@ -53,20 +54,19 @@ def _missing() -> str:
     if tools:
         return tools
     if _dll_dir() is None:
-        return (f"{', '.join(DLLS)} not found (run examples/ort_dml_host/get_onnxruntime.sh or set "
-                "ORT_DML_HOST_DLLS)")
+        return f"{', '.join(DLLS)} not found (dmlconform fetch directml, or set ORT_DML_HOST_DLLS)"
     return ""
 
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory, display: str) -> str:
-    """The host's command line: built into a temporary folder with the DLLs beside it, on the module's display."""
-    build = tmp_path_factory.mktemp("ort_dml_host")
-    made = subprocess.run(["make", "-C", str(HOST_DIR), f"BUILD={build}", f"ORT_DIR={_dll_dir()}"],
-                          capture_output=True, text=True, timeout=600)
-    assert made.returncode == 0, made.stdout + made.stderr
-    assert "warning" not in made.stderr, made.stderr
-    return f"env DISPLAY={display} ORT_HOST_EXE={build / 'ort_dml_host.exe'} {HOST_DIR / 'run_under_wine.sh'}"
+    """The packaged host's command line as `--ep dml` starts it: built by the wheel's own build, onnxruntime-directml's
+    DLLs named as Wine paths, a Wine prefix of the module's own, on the module's display and lavapipe."""
+    programs = built_programs(tmp_path_factory.mktemp("programs"))
+    dlls = _dll_dir()
+    assert dlls is not None
+    return program_command(programs / "ort_dml_host.exe", display, tmp_path_factory.mktemp("wine") / "prefix",
+                           {"--dml": dlls / "DirectML.dll", "--onnxruntime": dlls / "onnxruntime.dll"})
 
 
 @pytest.fixture(scope="module")

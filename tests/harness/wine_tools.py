@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
 
 WINE = os.environ.get("WINE", "/usr/lib/wine/wine64")
 
@@ -28,9 +33,8 @@ def missing_wine_tools() -> str:
 def x_display() -> Iterator[str]:
     """An X display for every Windows program a test module starts: $DISPLAY, else an Xvfb of the module's own.
 
-    Without one, run_under_wine.sh starts an Xvfb per process and, once the process is gone, waits for the prefix's
-    wineserver to exit before it stops it: seconds per start that a module's tests would spend waiting. With a
-    display given, as run_suites.sh gives one, the programs share it and the wineserver stays up between them."""
+    Programs that share a prefix share its wineserver and desktop, so they must share a display too (as the directml
+    backend's runs do: directml/wine.py)."""
     if os.environ.get("DISPLAY"):
         yield os.environ["DISPLAY"]
         return
@@ -53,3 +57,62 @@ def x_display() -> Iterator[str]:
         finally:
             xvfb.kill()
             xvfb.wait(timeout=30)
+
+
+# -- the packaged programs, as the wheel's build makes them ----------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _windows_build() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("dmlconform_windows_build", ROOT / "windows" / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def built_programs(out_dir: Path) -> Path:
+    """Both Windows programs built by windows/build.py, the wheel's own build (its cache makes a second build of the
+    same sources a copy), into out_dir with BUILD.json: a folder for DMLCONFORM_WINDOWS_PROGRAMS_DIR."""
+    build = _windows_build()
+    build.build_programs(out_dir)
+    return out_dir
+
+
+def lavapipe_driver() -> str | None:
+    """Mesa's CPU Vulkan driver when installed: results then do not depend on the host's GPU."""
+    from dmlconform.directml.wine import WineUnavailable, choose_vulkan_driver
+
+    try:
+        return str(choose_vulkan_driver("lavapipe").manifest)
+    except WineUnavailable:
+        return None
+
+
+def program_command(program: Path, display: str, prefix: Path, dlls: dict[str, Path], *arguments: str) -> str:
+    """The command line that starts a packaged program under Wine as the directml backend starts it (directml/wine.py:
+    our prefix, lavapipe, DLLs as Wine paths), written out as `env K=V ... wine64 program ...` for tests that start
+    it themselves."""
+    from dmlconform.directml.wine import launch
+
+    environ = {**os.environ, "DMLCONFORM_WINE_PREFIX": str(prefix)}
+    started = launch(program, list(arguments), dlls, lavapipe_driver(), lambda line: None, environ)
+    settings = [f"{key}={value}" for key, value in sorted({**started.environment, "DISPLAY": display}.items())]
+    return shlex.join(["env", *settings, *started.argv])
+
+
+def directml_dll() -> Path | None:
+    """A real DirectML.dll: $DMLH_DIRECTML_DLL, else the default release in dmlconform's cache (`dmlconform fetch
+    directml`), else the one the Debian set-up of earlier sessions left in /opt."""
+    from dmlconform.directml.library import DirectMLNotFound, choose_directml
+
+    given = os.environ.get("DMLH_DIRECTML_DLL")
+    if given:
+        return Path(given) if Path(given).is_file() else None
+    try:
+        return choose_directml(None, None).dll
+    except (DirectMLNotFound, ValueError):
+        pass
+    legacy = Path("/opt/dmlconform-wine/DirectML.dll")
+    return legacy if legacy.is_file() else None
