@@ -141,7 +141,15 @@ def _programs() -> Iterator[Finding]:
 
 
 def _wine() -> Iterator[Finding]:
-    from dmlconform.directml.wine import XVFB_HINT, WineUnavailable, find_wine, prefix_problem, wine_prefix
+    from dmlconform.directml.wine import (
+        DISPLAY_RECORD,
+        XVFB_HINT,
+        WineUnavailable,
+        find_wine,
+        live_display,
+        prefix_problem,
+        wine_prefix,
+    )
 
     try:
         wine = find_wine()
@@ -154,10 +162,14 @@ def _wine() -> Iterator[Finding]:
     problem = prefix_problem(prefix, wine)
     yield Finding("wine", "prefix", State.OK if not problem else State.INFO,
                   f"{prefix}" + (f": {problem}; made (or remade) on the next run" if problem else ""))
-    if os.environ.get("DISPLAY"):
-        yield Finding("wine", "X display", State.OK, f"DISPLAY={os.environ['DISPLAY']}")
+    live = live_display(prefix / DISPLAY_RECORD)
+    if live:
+        yield Finding("wine", "X display", State.OK, f"the prefix's Xvfb on {live}")
     elif shutil.which("Xvfb"):
-        yield Finding("wine", "X display", State.OK, f"none set; Xvfb ({shutil.which('Xvfb')}) is started for a run")
+        yield Finding("wine", "X display", State.OK, f"Xvfb ({shutil.which('Xvfb')}): the prefix's own is started on "
+                      "first use and kept running")
+    elif os.environ.get("DISPLAY"):
+        yield Finding("wine", "X display", State.OK, f"no Xvfb; DISPLAY={os.environ['DISPLAY']} is used")
     else:
         yield Finding("wine", "X display", State.MISSING, "DISPLAY is unset and there is no Xvfb", XVFB_HINT)
 
@@ -222,26 +234,27 @@ def _handshakes(devices: dict[str, list[str] | None]) -> Iterator[Finding]:
     (Windows): what it reports. Then the ONNX Runtime host on the first device the harness ran on."""
     from dmlconform.backends import create_backend
     from dmlconform.backends.base import BackendOptions
-    from dmlconform.backends.directml import wine_session
+    from dmlconform.backends.directml import prepare_wine
     from dmlconform.directml.wine import needs_wine
 
     drivers: list[str | None] = [m for m, found in devices.items() if found or found is None] if needs_wine() \
         else [None]
     try:
-        with wine_session():
-            working: list[str | None] = []
-            for driver in drivers or [None]:
-                finding = _handshake("directml", _label(driver), BackendOptions(adapter=driver, timeout_s=120.0),
-                                     create_backend)
-                if finding.state is State.OK:
-                    working.append(driver)
-                yield finding
-            host_driver = working[0] if working else (drivers[0] if drivers else None)
-            yield _handshake("onnxruntime", _label(host_driver),
-                             BackendOptions(ep="dml", adapter=host_driver, timeout_s=120.0), create_backend)
+        prepare_wine()
     except RuntimeError as exc:  # no Wine, no display: said above; the handshake cannot be tried
         yield Finding("handshake", "DirectML harness", State.MISSING, str(exc), "see the missing pieces above",
                       directml_path=True)
+        return
+    working: list[str | None] = []
+    for driver in drivers or [None]:
+        finding = _handshake("directml", _label(driver), BackendOptions(adapter=driver, timeout_s=120.0),
+                             create_backend)
+        if finding.state is State.OK:
+            working.append(driver)
+        yield finding
+    host_driver = working[0] if working else (drivers[0] if drivers else None)
+    yield _handshake("onnxruntime", _label(host_driver),
+                     BackendOptions(ep="dml", adapter=host_driver, timeout_s=120.0), create_backend)
 
 
 def _label(driver: str | None) -> str:

@@ -8,9 +8,7 @@ one that cannot be loaded is reported in one line and hides nothing else.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -111,15 +109,14 @@ def uses_wine_programs(name: str, options: BackendOptions) -> bool:
     return name == "directml" or (name == "onnxruntime" and options.ep == "dml" and not options.harness)
 
 
-def run_environment(name: str, options: BackendOptions) -> AbstractContextManager[None]:
+def prepare(name: str, options: BackendOptions) -> None:
     """What the backend needs set up once, in the command's own process, before its worker processes start: for the
-    Windows programs under Wine, the prefix and one shared X display (backends/directml.py). RuntimeError (one line)
-    when that cannot be had."""
+    Windows programs under Wine, the prefix and its display (backends/directml.py). RuntimeError (one line) when that
+    cannot be had."""
     if uses_wine_programs(name, options):
-        from dmlconform.backends.directml import wine_session
+        from dmlconform.backends.directml import prepare_wine
 
-        return wine_session()
-    return contextlib.nullcontext()
+        prepare_wine(options)
 
 
 def _load_builtin() -> None:

@@ -64,6 +64,8 @@ class BackendOptions:
     warp: bool = False
     #: ONNX Runtime session config entries (KEY=VALUE), for every session.
     session_config: tuple[str, ...] = ()
+    #: Options of the packaged harness or host themselves (--disable-metacommands, --debug-layer, --timings FILE).
+    program_options: tuple[str, ...] = ()
 
 
 class Backend(Protocol):

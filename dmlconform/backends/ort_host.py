@@ -20,7 +20,6 @@ import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,9 +37,6 @@ from dmlconform.backends.onnxruntime_common import (
 )
 from dmlconform.case import Case
 from dmlconform.ops.base import TensorDesc
-
-if TYPE_CHECKING:
-    from dmlconform.directml.wine import PrivateDisplay
 
 MAX_RSS_ENV = "DMLCONFORM_HOST_MAX_RSS_MIB"
 DEFAULT_MAX_RSS_MIB = 4096
@@ -88,7 +84,6 @@ class HostRunner:
         self.memory = memory
         #: The packaged host's DirectML.dll, onnxruntime.dll, Wine and device (directml/start.py), for the result.
         self.facts: dict[str, str] = {}
-        self.display: PrivateDisplay | None = None
 
     @classmethod
     def start(cls, command: str, ep: str, timeout_s: float, environ: Mapping[str, str] | None = None,
@@ -111,25 +106,25 @@ class HostRunner:
         """Start the host this package carries (ort_dml_host.exe; under Wine off Windows) on onnxruntime-directml's
         DLLs: the DirectML.dll and device the options name (directml/start.py)."""
         from dmlconform.directml.start import Device, StartError, host_start
-        from dmlconform.directml.wine import PrivateDisplay, WineUnavailable
+        from dmlconform.directml.wine import WineUnavailable, device_hint
 
         key = _host_ep(options.ep)
         limit = memory_limit(environ if environ is not None else os.environ)
-        display = None
         try:
             start = host_start(key, options.directml, options.directml_version,
                                Device.parse(options.adapter, options.warp),
-                               lambda line: print(f"dmlconform: {line}", file=sys.stderr), options.session_config)
-            display = PrivateDisplay(start.launch)
-            client = HarnessClient(start.launch.describe(), options.timeout_s, protocol.decode_model_host_hello,
-                                   what="host", argv=start.launch.argv, environment=display.environment)
-        except (StartError, WineUnavailable, HarnessStartError) as exc:
-            if display is not None:
-                display.close()
+                               lambda line: print(f"dmlconform: {line}", file=sys.stderr), options.session_config,
+                               options.program_options)
+        except (StartError, WineUnavailable) as exc:
             raise RuntimeError(str(exc)) from None
+        try:
+            client = HarnessClient(start.launch.describe(), options.timeout_s, protocol.decode_model_host_hello,
+                                   what="host", argv=start.launch.argv, environment=start.launch.environment)
+        except HarnessStartError as exc:
+            hint = device_hint(str(exc), start.launch)
+            raise RuntimeError(f"{exc}" + (f"; {hint}" if hint else "")) from None
         runner = cls._checked(client, key, limit, "the packaged host")
         runner.facts = dict(start.facts)
-        runner.display = display
         return runner
 
     @classmethod
@@ -196,8 +191,6 @@ class HostRunner:
 
     def close(self) -> None:
         self.client.close()
-        if self.display is not None:
-            self.display.close()
         if self.memory.peak_bytes or self.client.restarts:
             # One line on stderr for the run's log: how the host's memory went (the result records the bound).
             print(f"dmlconform: ONNX model host: peak working set {self.memory.peak_bytes >> 20} MiB, "

@@ -99,7 +99,7 @@ def suite_limit_option(command: Callable[..., object]) -> Callable[..., object]:
 
 def directml_options(command: Callable[..., object]) -> Callable[..., object]:
     """The real DirectML's options (the directml backend, and onnxruntime's --ep dml through the packaged host), given
-    to the command as `directml`, `directml_version`, `adapter`, `warp` and `session_config`."""
+    to the command as `directml`, `directml_version`, `adapter`, `warp`, `session_config` and `program_options`."""
     options = (
         click.option("--directml", "directml", metavar="PATH", envvar="DMLCONFORM_DIRECTML",
                      type=click.Path(dir_okay=False),
@@ -118,6 +118,9 @@ def directml_options(command: Callable[..., object]) -> Callable[..., object]:
         click.option("--session-config", "session_config", multiple=True, metavar="KEY=VALUE",
                      help="An ONNX Runtime session config entry for every session (onnxruntime backend), e.g. "
                      "ep.dml.disable_graph_fusion=1. Repeatable."),
+        click.option("--program-option", "program_options", multiple=True, metavar="OPT",
+                     help="An option of the packaged DirectML harness or ONNX Runtime host itself, e.g. "
+                     "--program-option=--disable-metacommands or --program-option=--debug-layer. Repeatable."),
     )
     for option in reversed(options):
         command = option(command)

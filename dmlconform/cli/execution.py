@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -27,11 +27,16 @@ from dmlconform.suite.tiers import DEFAULT
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from dmlconform.backend_info import BackendInfo
     from dmlconform.case import Case
     from dmlconform.case_result import CaseResult, Status
     from dmlconform.feature_levels import FeatureLevel
     from dmlconform.results.journal import Journal, JournalWriter
     from dmlconform.suite.limits import SuiteLimits
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend could not start (RunRequest.raise_if_unavailable); the message is one line saying why."""
 
 
 class StopRequest:
@@ -75,7 +80,7 @@ def backend_settings(backend_name: str, options: BackendOptions) -> dict[str, An
     if backend_name == "native":
         return {"harness": options.harness, "timeout_s": options.timeout_s}
     directml = {"directml": options.directml, "directml_version": options.directml_version,
-                "adapter": options.adapter, "warp": options.warp}
+                "adapter": options.adapter, "warp": options.warp, "program_options": list(options.program_options)}
     if backend_name == "directml":
         return {**directml, "timeout_s": options.timeout_s}
     if backend_name == "onnxruntime":
@@ -111,6 +116,9 @@ class RunRequest:
     durable_artifacts: bool = True
     #: Bounds on the suite tree, counted before they are spent (None: the defaults).
     suite_limits: SuiteLimits | None = None
+    #: A backend that cannot start raises BackendUnavailable instead of ending the command (exit 2): for a command
+    #: that runs several backends and reports the one that could not start (`matrix`).
+    raise_if_unavailable: bool = False
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -123,17 +131,15 @@ class RunRequest:
 
 def execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResult:
     """Run the request to the end (or to the stop request): one result per selected case, in selection order.
-    Unusable input or a backend that cannot start is a one-line error (exit 2)."""
-    import contextlib
+    Unusable input is a one-line error (exit 2); so is a backend that cannot start, unless the request asks for
+    BackendUnavailable instead."""
+    from dmlconform.backends import prepare
 
-    from dmlconform.backends import run_environment
-
-    with contextlib.ExitStack() as stack:
-        try:
-            stack.enter_context(run_environment(request.backend_name, request.options))
-        except RuntimeError as exc:
-            fail(f"--backend {request.backend_name}: {exc}")
-        return _execute(request, stop, console)
+    try:
+        prepare(request.backend_name, request.options)
+    except RuntimeError as exc:
+        _unavailable(request, str(exc))
+    return _execute(request, stop, console)
 
 
 def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResult:
@@ -152,7 +158,8 @@ def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunRes
     started, clock = datetime.now(UTC), time.monotonic()
     level, shard, expectations, journal_path = request.level, request.shard, request.expectations, request.journal_path
     jobs = (os.cpu_count() or 1) if request.jobs == 0 else request.jobs
-    pool = WorkerPool(WorkerSetup(request.backend_name, request.options, level, request.repeat, request.keep),
+    pool = WorkerPool(WorkerSetup(request.backend_name, request.options, level, request.repeat, request.keep,
+                                  dict(os.environ)),
                       jobs, stop.event, request.options.timeout_s)
     pool.launch()  # backends (harnesses) start while the suites load
     try:
@@ -173,13 +180,15 @@ def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunRes
             info = pool.start()
         except BackendStartError as exc:
             if not stop.event.is_set():
-                fail(f"--backend {request.backend_name}: {exc}")
+                _unavailable(request, str(exc))
             from dmlconform.backend_info import BackendInfo
             from dmlconform.feature_levels import HIGHEST
 
             info = BackendInfo(request.backend_name, "unknown (interrupted before the backend started)", "unknown",
                                level or HIGHEST)
         target = level or info.feature_level
+        if level is not None and info.feature_level.value < level.value:
+            click.echo(f"dmlconform: warning: {below_level(info, level)}", err=True)
         run = RunResult(info, target, started, 0.0, tool_version=__version__, suite=suite, shard=shard,
                         settings=settings, expectations=expectations.files)
         header = {"configuration": configuration(run), "backend": backend_json(info), "started": started.isoformat()}
@@ -233,6 +242,22 @@ def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunRes
         return run
     finally:
         pool.kill()  # already gone after a normal close; on an error exit, not left behind
+
+
+def _unavailable(request: RunRequest, why: str) -> NoReturn:
+    if request.raise_if_unavailable:
+        raise BackendUnavailable(why)
+    fail(f"--backend {request.backend_name}: {why}")
+
+
+def below_level(info: BackendInfo, level: FeatureLevel) -> str:
+    """One line for a backend whose device is below the level a run is judged at: what will happen and what to do."""
+    dll = info.extra.get("directml_dll_version")
+    fix = (f"a newer DirectML than {dll}: dmlconform fetch directml, then --directml-version" if dll else
+           "a newer driver or DirectML")
+    return (f"{info.name} reports feature level {info.feature_level} ({info.feature_level_source or 'its claim'}), "
+            f"below --feature-level {level}: the cases that require more come out NOT_SUPPORTED, so the verdict at "
+            f"{level} is no; for {level}, {fix}")
 
 
 def _unrun(cases: list[Case], position: int, status: Status, message: str, target: FeatureLevel) -> CaseResult:

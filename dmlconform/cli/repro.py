@@ -40,6 +40,7 @@ def run_options(run: RunResult | None, target: FeatureLevel) -> list[str]:
                 options += [option, str(settings[key])]
         if settings.get("warp") is True:
             options.append("--warp")
+        options += [f"--program-option={option}" for option in settings.get("program_options") or []]
     if backend == "native":
         options += ["--harness", str(settings.get("harness"))]
     timeout_s = float(settings.get("timeout_s") or 60.0)

@@ -91,7 +91,7 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
         device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
         html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
         directml: str | None, directml_version: str | None, adapter: str | None, warp: bool,
-        session_config: tuple[str, ...], suite_limits: SuiteLimits) -> None:
+        session_config: tuple[str, ...], program_options: tuple[str, ...], suite_limits: SuiteLimits) -> None:
     """Run suite files or folders (default: the bundled test_vectors/) through a backend.
 
     Exit status: 0 every case came out as expected, 1 one did not, 2 unusable input or usage,
@@ -114,7 +114,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
          device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
          html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
          directml: str | None, directml_version: str | None, adapter: str | None, warp: bool,
-         session_config: tuple[str, ...], suite_limits: SuiteLimits) -> int:
+         session_config: tuple[str, ...], program_options: tuple[str, ...], suite_limits: SuiteLimits) -> int:
     from dmlconform.backends.base import BackendOptions
     from dmlconform.cli.common import write_html_report
     from dmlconform.cli.execution import RunRequest, default_journal, execute
@@ -136,7 +136,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
     keep = KeepOutputs.NONE if artifacts_dir is None else KeepOutputs.ALL if artifacts_all else KeepOutputs.FAILING
     options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device,
                              directml=directml, directml_version=directml_version, adapter=adapter, warp=warp,
-                             session_config=check_session_config(session_config))
+                             session_config=check_session_config(session_config), program_options=program_options)
     request = RunRequest(paths, backend_name, options,
                          level, expression, tier_name, jobs, shard, journal_path or default_journal(json_path), resume,
                          expectations, retries, repeat, keep, artifacts_dir, json_path,

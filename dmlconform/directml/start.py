@@ -120,18 +120,19 @@ def _onnxruntime_for(choice: DirectMLChoice) -> tuple[Path, str]:
 
 
 def host_start(ep: str, directml: str | None, version: str | None, device: Device, log: Callable[[str], None],
-               session_config: tuple[str, ...] = (), environ: Mapping[str, str] | None = None) -> ProgramStart:
+               session_config: tuple[str, ...] = (), arguments: tuple[str, ...] = (),
+               environ: Mapping[str, str] | None = None) -> ProgramStart:
     """The ONNX Runtime host serving `ep` (dml or cpu) with onnxruntime-directml's DLLs."""
     choice = _choose(directml, version, environ)
     onnxruntime, package = _onnxruntime_for(choice)
-    arguments = ["--ep", ep, *device.arguments()]
+    options = ["--ep", ep, *device.arguments()]
     if not package.startswith(HOST_ORT_SERIES):
-        arguments.append("--any-ort-version")
+        options.append("--any-ort-version")
     for entry in session_config:
-        arguments += ["--session-config", entry]
+        options += ["--session-config", entry]
     try:
         program = program_build(environ).path(HOST)
-        started = launch(program, arguments, {"--dml": choice.dll, "--onnxruntime": onnxruntime},
+        started = launch(program, [*options, *arguments], {"--dml": choice.dll, "--onnxruntime": onnxruntime},
                          device.vulkan_driver, log, environ)
     except (WineUnavailable, RuntimeError) as exc:
         raise StartError(str(exc)) from None

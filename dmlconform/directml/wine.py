@@ -3,9 +3,9 @@
 Under Wine the programs need four things, each found or made here and each missing one named in one line with its
 fix: the Wine loader; a 64-bit prefix of our own under the cache (made once, checked each time, remade when broken);
 an X display (Wine's DXGI needs one; without it D3D12CreateDevice fails with DXGI_ERROR_UNSUPPORTED), an Xvfb
-started when there is none; and a Vulkan driver for Wine's Direct3D 12 (vkd3d), the one the user names or the
-loader's default. Every program started on one prefix must use one display: they share the prefix's wineserver and
-its desktop, and a program on another display than the desktop's gets DXGI_ERROR_UNSUPPORTED.
+of the prefix's own; and a Vulkan driver for Wine's Direct3D 12 (vkd3d), the one the user names or the
+loader's default. Every program started on one prefix uses the prefix's own display (prefix_display): they share the
+prefix's wineserver and its desktop, and a program on another display than the desktop's gets DXGI_ERROR_UNSUPPORTED.
 """
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ def ensure_prefix(wine: Wine, prefix: Path, log: Callable[[str], None]) -> None:
             return
         if prefix.exists():
             log(f"remaking the Wine prefix {prefix}: {problem}")
+            stop_display(prefix)
             shutil.rmtree(prefix, ignore_errors=True)
         else:
             log(f"making a Wine prefix at {prefix} (once; about half a minute)")
@@ -233,30 +234,34 @@ def choose_vulkan_driver(wanted: str, environ: Mapping[str, str] | None = None) 
 
 
 # -- the display ---------------------------------------------------------------------------------------------------
-class Xvfb:
-    """A virtual X server of our own, stopped with `stop()`."""
+DISPLAY_RECORD = ".dmlconform-display.json"
 
-    def __init__(self) -> None:
+
+class Xvfb:
+    """A virtual X server in a session of its own (it outlives the command that started it, as the prefix's wineserver
+    does), its log in `log`."""
+
+    def __init__(self, log: Path) -> None:
         if shutil.which("Xvfb") is None:
             raise WineUnavailable(f"no X display for Wine (DISPLAY is unset) and no Xvfb to make one: {XVFB_HINT}")
         read_end, write_end = os.pipe()
         try:
-            # -displayfd: Xvfb picks a free display number and writes it once it accepts connections.
-            self.process = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-nolisten", "tcp", "-screen", "0",
-                                             "640x480x24"], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                            start_new_session=True)
+            with open(log, "ab") as sink:
+                # -displayfd: Xvfb picks a free display number and writes it once it accepts connections.
+                self.process = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-nolisten", "tcp", "-screen",
+                                                 "0", "640x480x24"], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
+                                                stdout=sink, stderr=sink, start_new_session=True)
         finally:
             os.close(write_end)
         try:
-            self.display = ":" + self._display_number(read_end)
+            self.display = ":" + self._display_number(read_end, log)
         except WineUnavailable:
             self.stop()
             raise
         finally:
             os.close(read_end)
 
-    def _display_number(self, read_end: int) -> str:
+    def _display_number(self, read_end: int, log: Path) -> str:
         import select
 
         deadline, text = time.monotonic() + XVFB_START_S, b""
@@ -271,11 +276,9 @@ class Xvfb:
                 break
         number = text.strip().decode("ascii", "replace")
         if not number.isdigit():
-            err = b""
-            if self.process.poll() is not None and self.process.stderr is not None:
-                err = self.process.stderr.read()[-300:]
+            said = log.read_bytes()[-300:].decode("utf-8", "replace") if log.is_file() else ""
             raise WineUnavailable(f"Xvfb did not start within {XVFB_START_S:g} s"
-                                  + (f": {' '.join(err.decode('utf-8', 'replace').split())}" if err else ""))
+                                  + (f": {' '.join(said.split())}" if said.strip() else "") + f" (log: {log})")
         return number
 
     def stop(self) -> None:
@@ -288,44 +291,66 @@ class Xvfb:
                 self.process.wait(5)
 
 
+def live_display(record: Path) -> str:
+    """The display the record names if its Xvfb still runs ("" otherwise)."""
+    try:
+        made = json.loads(record.read_text(encoding="utf-8"))
+        display, pid = str(made["display"]), int(made["pid"])
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    number = display.removeprefix(":")
+    alive = b"Xvfb" in command and Path(f"/tmp/.X11-unix/X{number}").exists()
+    return display if alive and number.isdigit() else ""
+
+
+def prefix_display(prefix: Path) -> str:
+    """The X display of every program on this prefix: they share its wineserver and desktop, and a program on another
+    display than the desktop's gets DXGI_ERROR_UNSUPPORTED. An Xvfb of the prefix's own, started on first use and kept
+    running for the next command (as the wineserver lingers); $DISPLAY only where there is no Xvfb."""
+    record = prefix / DISPLAY_RECORD
+    current = live_display(record)
+    if current:
+        return current
+    with _locked(prefix.with_name(prefix.name + ".lock")):
+        current = live_display(record)
+        if current:
+            return current
+        if shutil.which("Xvfb") is None and os.environ.get("DISPLAY"):
+            return os.environ["DISPLAY"]
+        server = Xvfb(prefix.with_name(prefix.name + ".xvfb.log"))
+        record.write_text(json.dumps({"display": server.display, "pid": server.process.pid}) + "\n",
+                          encoding="utf-8")
+        return server.display
+
+
+def stop_display(prefix: Path) -> None:
+    """Stop the prefix's Xvfb, if it runs (tests, and a prefix being remade)."""
+    record = prefix / DISPLAY_RECORD
+    if not live_display(record):
+        return
+    try:
+        pid = int(json.loads(record.read_text(encoding="utf-8"))["pid"])
+        os.kill(pid, 15)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+
+
 def needs_wine() -> bool:
     return sys.platform != "win32"
 
 
-class PrivateDisplay:
-    """For a program started outside a `shared_display` block (one backend in one process: `show`, `repro`,
-    `crosscheck`): an Xvfb of its own when DISPLAY is unset, stopped by `close` once the prefix's wineserver is done
-    with it. Nothing when there is a display, or no Wine."""
-
-    def __init__(self, started: Launch) -> None:
-        self.launch = started
-        self.server = Xvfb() if started.wine is not None and not os.environ.get("DISPLAY") else None
-        self.environment = {**started.environment, **({"DISPLAY": self.server.display} if self.server else {})}
-
-    def close(self) -> None:
-        if self.server is not None:
-            if self.launch.wine is not None and self.launch.prefix is not None:
-                _wait_for_wineserver(self.launch.wine, self.launch.environment, timeout_s=10.0)
-            self.server.stop()
-            self.server = None
-
-
-@contextlib.contextmanager
-def shared_display(wine: Wine | None = None, prefix: Path | None = None) -> Iterator[str | None]:
-    """DISPLAY for every program this process and its children start: the one set, else an Xvfb for as long as the
-    block runs (then the prefix's wineserver is given a few seconds to close its desktop before the display goes)."""
-    if not needs_wine() or os.environ.get("DISPLAY"):
-        yield os.environ.get("DISPLAY")
-        return
-    server = Xvfb()
-    os.environ["DISPLAY"] = server.display
-    try:
-        yield server.display
-    finally:
-        if wine is not None and prefix is not None:
-            _wait_for_wineserver(wine, _wine_environment(prefix, None), timeout_s=10.0)
-        os.environ.pop("DISPLAY", None)
-        server.stop()
+def device_hint(message: str, started: Launch) -> str:
+    """What to do when a program could not make its Direct3D 12 device under Wine ("" when the message is about
+    something else): Wine's DXGI finds no adapter without a Vulkan device that vkd3d can use."""
+    if started.wine is None or not any(mark in message for mark in ("DXGI_ERROR_UNSUPPORTED", "D3D12CreateDevice",
+                                                                      "EnumAdapters", "DXGI_ERROR_NOT_FOUND")):
+        return ""
+    through = f"the Vulkan driver {started.vulkan_driver.manifest}" if started.vulkan_driver else \
+        "the installed Vulkan drivers"
+    return (f"under Wine no Direct3D 12 device came up through {through}: it needs a Vulkan device with "
+            "VK_EXT_descriptor_indexing (Mesa 25's lavapipe: --adapter lavapipe, or your GPU's driver: --adapter "
+            "nvidia); `dmlconform doctor` lists each driver's devices")
 
 
 # -- starting a program --------------------------------------------------------------------------------------------
@@ -342,9 +367,17 @@ class Launch:
     def describe(self) -> str:
         import shlex
 
-        settings = " ".join(f"{k}={v}" for k, v in sorted(self.environment.items()) if k.startswith(("WINEPREFIX",
-                                                                                                      "VK_ICD")))
+        settings = " ".join(f"{k}={v}" for k, v in sorted(self.environment.items())
+                            if k.startswith(("WINEPREFIX", "VK_ICD", "DISPLAY")))
         return (settings + " " if settings else "") + shlex.join(self.argv)
+
+    def command_line(self) -> str:
+        """The whole start as one command line for `--backend native --harness` (through env(1)): to run the packaged
+        program with options of one's own, as the benchmarks and probes do."""
+        import shlex
+
+        settings = [f"{key}={value}" for key, value in sorted(self.environment.items())]
+        return shlex.join([*(["env", *settings] if settings else []), *self.argv])
 
 
 def _wine_environment(prefix: Path, driver: VulkanDriver | None, environ: Mapping[str, str] | None = None
@@ -377,5 +410,5 @@ def launch(program: Path, arguments: list[str], dll_paths: dict[str, Path], vulk
     ensure_prefix(wine, prefix, log)
     driver = choose_vulkan_driver(vulkan, env) if vulkan is not None else None
     dll_args = [a for option, path in dll_paths.items() for a in (option, windows_path(path))]
-    return Launch((str(wine.loader), str(program), *dll_args, *arguments), _wine_environment(prefix, driver, env),
-                  wine, prefix, driver)
+    environment = {**_wine_environment(prefix, driver, env), "DISPLAY": prefix_display(prefix)}
+    return Launch((str(wine.loader), str(program), *dll_args, *arguments), environment, wine, prefix, driver)

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
@@ -81,6 +81,10 @@ class WorkerSetup:
     target: FeatureLevel | None
     repeat: int = 1
     keep_outputs: KeepOutputs = KeepOutputs.NONE
+    #: The environment the worker's backend sees: the command's own when the run began. A fork-server worker would
+    #: otherwise have the environment the fork server was started with, which a command that runs several times in
+    #: one process (matrix, tests) or sets DISPLAY for its programs (run_environment) has changed since.
+    environment: Mapping[str, str] | None = None
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -100,6 +104,9 @@ def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> 
     threading.Thread(target=_die_with_parent, args=(lifeline,), daemon=True).start()
     from dmlconform.backends import create_backend
 
+    if setup.environment is not None:
+        os.environ.clear()
+        os.environ.update(setup.environment)
     try:
         backend = create_backend(setup.backend, setup.options)
     except Exception as exc:

@@ -34,14 +34,16 @@ def options_of(run: RunResult) -> BackendOptions:
         value = settings.get(key)
         return str(value) if value not in (None, "") else None
 
-    session_config = settings.get("session_config")
     return BackendOptions(ep=str(settings.get("ep") or "auto"), harness=settings.get("harness"),
                           timeout_s=float(settings.get("timeout_s") or 60.0), variant=settings.get("variant"),
                           device=str(settings.get("device") or "cpu"), directml=text("directml"),
                           directml_version=text("directml_version"), adapter=text("adapter"),
-                          warp=settings.get("warp") is True,
-                          session_config=tuple(str(e) for e in session_config)
-                          if isinstance(session_config, list) else ())
+                          warp=settings.get("warp") is True, program_options=_texts(settings.get("program_options")),
+                          session_config=_texts(settings.get("session_config")))
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    return tuple(str(item) for item in value) if isinstance(value, list) else ()
 
 
 def rerun(case: Case, backend_name: str, options: BackendOptions) -> Outcome:

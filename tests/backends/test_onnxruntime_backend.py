@@ -142,18 +142,21 @@ def test_factory_uses_the_available_provider_list(monkeypatch: pytest.MonkeyPatc
         create_backend("onnxruntime", BackendOptions(ep="cuda"))
 
 
-def test_dml_without_the_provider_needs_an_onnx_model_host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Where onnxruntime has no DirectML EP (Linux), --ep dml runs in the ONNX model host; without one, a usage error
-    that says how to get it."""
+def test_dml_without_the_provider_runs_the_packaged_host_and_says_what_it_lacks(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Where onnxruntime has no DirectML EP (Linux), --ep dml runs the packaged ONNX model host; what it cannot start
+    without (here: the host program, then DirectML.dll) is one line naming the fix."""
     monkeypatch.setattr(ort, "get_available_providers", lambda: [CPU])
-    monkeypatch.setattr(orb, "BUNDLED_HOST", tmp_path / "missing.sh")
     monkeypatch.delenv(orb.HOST_ENV, raising=False)
-    with pytest.raises(RuntimeError, match="no ONNX model host") as info:
+    monkeypatch.setenv("DMLCONFORM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("DMLCONFORM_DIRECTML", raising=False)
+    with pytest.raises(RuntimeError, match=r"no DirectML\.dll: run `dmlconform fetch directml`") as info:
         create_backend("onnxruntime", BackendOptions(ep="dml"))
-    assert "--harness" in str(info.value) and "\n" not in str(info.value)
+    assert "\n" not in str(info.value)
     assert orb.host_command(BackendOptions(ep="dml"), {orb.HOST_ENV: "my-host"}) == "my-host"
     assert orb.host_command(BackendOptions(ep="cpu", harness="h --x"), {}) == "h --x"
-    assert orb.host_command(BackendOptions(ep="cpu"), {}) is None  # in-process
+    assert orb.host_command(BackendOptions(ep="cpu"), {}) is None  # in-process or the packaged host
+    assert orb.host_command(BackendOptions(ep="dml"), {}) is None
 
 
 def test_cli_reports_a_missing_provider_with_exit_2() -> None:

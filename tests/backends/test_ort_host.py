@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from dmlconform import harness_protocol as protocol
 from dmlconform.backends import create_backend
 from dmlconform.backends import onnxruntime_backend as orb
+from dmlconform.backends import onnxruntime_common as orc
 from dmlconform.backends.base import BackendOptions, OutcomeKind
 from dmlconform.backends.ort_host import HostRunner, memory_limit
 from dmlconform.case_result import Status
@@ -200,11 +201,11 @@ def test_model_host_hello_reads_the_device_facts() -> None:
     ("", []),
 ])
 def test_cpu_placed_nodes_are_read_from_the_placement_log(placement: str, nodes: list[str]) -> None:
-    assert orb.cpu_placed_nodes(placement) == nodes
+    assert orc.cpu_placed_nodes(placement) == nodes
 
 
 def test_a_run_failure_that_is_no_capability_gap_is_an_error() -> None:
-    outcome = orb.classify_failure("RuntimeException", "device hung", "run", "DmlExecutionProvider")
+    outcome = orc.classify_failure("RuntimeException", "device hung", "run", "DmlExecutionProvider")
     assert outcome.kind is OutcomeKind.ERROR and "device hung" in outcome.message
 
 
@@ -212,9 +213,9 @@ def test_ort_messages_lose_build_paths_and_addresses_but_keep_file_line_and_hres
     raw = (r"Exception during initialization: E:\_work\1\s\onnxruntime\core\providers\dml\DmlExecutionProvider\src"
            r"\DmlGraphFusionHelper.cpp(588)\onnxruntime.dll!000000018011FA2F: (caller: 00000001800F7C07) Exception(1) "
            r"tid(24) 80070057 The parameter is incorrect.")
-    outcome = orb.classify_failure("RuntimeException", raw, "session creation", "DmlExecutionProvider")
+    outcome = orc.classify_failure("RuntimeException", raw, "session creation", "DmlExecutionProvider")
     assert outcome.kind is OutcomeKind.ERROR
     assert ("RuntimeException: Exception during initialization: onnxruntime\\core\\providers\\dml\\DmlExecutionProvider"
             "\\src\\DmlGraphFusionHelper.cpp(588) Exception(1) tid(24) 80070057 The parameter is incorrect.") \
         in outcome.message
-    assert orb.condense_ort_message("no paths here") == "no paths here"
+    assert orc.condense_ort_message("no paths here") == "no paths here"

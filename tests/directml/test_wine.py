@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,7 @@ def test_vulkan_drivers_are_chosen_by_the_names_people_use(tmp_path: Path, monke
 def test_the_command_line_runs_the_program_under_wine_with_its_dlls_as_wine_paths(
         fake_wine: wine.Wine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wine, "needs_wine", lambda: True)
+    monkeypatch.setattr(wine, "prefix_display", lambda prefix: ":77")
     lvp = _manifest(tmp_path / "icd.d", "lvp_icd.x86_64", "libvulkan_lvp.so")
     monkeypatch.setattr(wine, "ICD_FOLDERS", (str(tmp_path / "icd.d"),))
     environ = {"WINE": str(fake_wine.loader), "PATH": "", wine.PREFIX_ENV: str(tmp_path / "prefix")}
@@ -150,13 +152,35 @@ def test_the_command_line_runs_the_program_under_wine_with_its_dlls_as_wine_path
     assert started.environment["WINEPREFIX"] == str(tmp_path / "prefix")
     assert started.environment["VK_ICD_FILENAMES"] == started.environment["VK_DRIVER_FILES"] == str(lvp)
     assert started.environment["WINEARCH"] == "win64" and wine.prefix_problem(tmp_path / "prefix", fake_wine) == ""
+    assert started.environment["DISPLAY"] == ":77"
+    assert started.command_line().startswith("env DISPLAY=:77 VKD3D_DEBUG=err ")
 
 
-def test_no_display_and_no_xvfb_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_display_and_no_xvfb_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(wine.shutil, "which", lambda name, path=None: None)
+    monkeypatch.delenv("DISPLAY", raising=False)
+    (tmp_path / "prefix").mkdir()
     with pytest.raises(wine.WineUnavailable, match=r"no X display for Wine \(DISPLAY is unset\) and no Xvfb to make "
                                                    "one: apt-get install xvfb"):
-        wine.Xvfb()
+        wine.prefix_display(tmp_path / "prefix")
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="no Xvfb (apt-get install xvfb)")
+def test_the_prefix_keeps_one_display_for_every_program_and_makes_another_when_it_is_gone(tmp_path: Path) -> None:
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    try:
+        first = wine.prefix_display(prefix)
+        assert first.startswith(":") and wine.prefix_display(prefix) == first  # every program: the same display
+        assert wine.live_display(prefix / wine.DISPLAY_RECORD) == first
+        wine.stop_display(prefix)
+        deadline = time.monotonic() + 10
+        while wine.live_display(prefix / wine.DISPLAY_RECORD) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert wine.live_display(prefix / wine.DISPLAY_RECORD) == ""
+        assert wine.prefix_display(prefix).startswith(":")  # a new one, the record rewritten
+    finally:
+        wine.stop_display(prefix)
 
 
 @pytest.mark.parametrize(("adapter", "warp", "expected"), [

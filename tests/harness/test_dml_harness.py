@@ -42,14 +42,13 @@ def _missing() -> str:
 
 
 @pytest.fixture(scope="module")
-def harness(tmp_path_factory: pytest.TempPathFactory, display: str) -> str:
-    """The packaged harness's command line, as the directml backend starts it: built by the wheel's own build, with a
-    Wine prefix of the module's own, on the module's display and lavapipe."""
+def harness(tmp_path_factory: pytest.TempPathFactory, wine_ready: None) -> str:
+    """The packaged harness's command line, as the directml backend starts it: built by the wheel's own build, on the
+    package's Wine prefix and display, and lavapipe."""
     programs = built_programs(tmp_path_factory.mktemp("programs"))
     dll = directml_dll()
     assert dll is not None
-    return program_command(programs / "dml_harness.exe", display, tmp_path_factory.mktemp("wine") / "prefix",
-                           {"--dml": dll})
+    return program_command(programs / "dml_harness.exe", {"--dml": dll})
 
 
 # -- a raw protocol client, for what the runner itself never sends --------------------------------

@@ -59,13 +59,13 @@ def _missing() -> str:
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory, display: str) -> str:
+def host(tmp_path_factory: pytest.TempPathFactory, wine_ready: None) -> str:
     """The packaged host's command line as `--ep dml` starts it: built by the wheel's own build, onnxruntime-directml's
-    DLLs named as Wine paths, a Wine prefix of the module's own, on the module's display and lavapipe."""
+    DLLs named as Wine paths, on the package's Wine prefix and display, and lavapipe."""
     programs = built_programs(tmp_path_factory.mktemp("programs"))
     dlls = _dll_dir()
     assert dlls is not None
-    return program_command(programs / "ort_dml_host.exe", display, tmp_path_factory.mktemp("wine") / "prefix",
+    return program_command(programs / "ort_dml_host.exe",
                            {"--dml": dlls / "DirectML.dll", "--onnxruntime": dlls / "onnxruntime.dll"})
 
 

@@ -1,18 +1,13 @@
 """What the Windows programs' tests need on Linux (the DirectML harness, the ONNX Runtime host): a reason to skip, or
-"" when the cross compiler, Wine and an X display are all there; and one X display for a module's programs."""
+"" when the cross compiler, Wine and an X display are all there; the programs built as the wheel builds them; and the
+command line that starts one as the package does."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import shlex
 import shutil
-import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -27,36 +22,6 @@ def missing_wine_tools() -> str:
     if not os.environ.get("DISPLAY") and shutil.which("Xvfb") is None:
         return "neither DISPLAY nor Xvfb (apt-get install xvfb): Wine's DXGI needs an X display"
     return ""
-
-
-@contextmanager
-def x_display() -> Iterator[str]:
-    """An X display for every Windows program a test module starts: $DISPLAY, else an Xvfb of the module's own.
-
-    Programs that share a prefix share its wineserver and desktop, so they must share a display too (as the directml
-    backend's runs do: directml/wine.py)."""
-    if os.environ.get("DISPLAY"):
-        yield os.environ["DISPLAY"]
-        return
-    with tempfile.TemporaryFile() as number:
-        # -displayfd: Xvfb picks a free display and writes its number once it accepts connections.
-        xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(number.fileno()), "-nolisten", "tcp", "-screen", "0",
-                                 "640x480x24"], pass_fds=(number.fileno(),), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 30
-            while xvfb.poll() is None and time.monotonic() < deadline:
-                number.seek(0)
-                written = number.read().decode().strip()
-                if written.isdigit():
-                    break
-                time.sleep(0.05)
-            else:
-                raise RuntimeError(f"Xvfb gave no display number (exit status {xvfb.poll()})")
-            yield f":{written}"
-        finally:
-            xvfb.kill()
-            xvfb.wait(timeout=30)
 
 
 # -- the packaged programs, as the wheel's build makes them ----------------------------------------------------------
@@ -90,16 +55,13 @@ def lavapipe_driver() -> str | None:
         return None
 
 
-def program_command(program: Path, display: str, prefix: Path, dlls: dict[str, Path], *arguments: str) -> str:
+def program_command(program: Path, dlls: dict[str, Path], *arguments: str) -> str:
     """The command line that starts a packaged program under Wine as the directml backend starts it (directml/wine.py:
-    our prefix, lavapipe, DLLs as Wine paths), written out as `env K=V ... wine64 program ...` for tests that start
-    it themselves."""
+    the package's prefix and its display, lavapipe, DLLs as Wine paths), written out as `env K=V ... wine64 program
+    ...` for tests that start it themselves."""
     from dmlconform.directml.wine import launch
 
-    environ = {**os.environ, "DMLCONFORM_WINE_PREFIX": str(prefix)}
-    started = launch(program, list(arguments), dlls, lavapipe_driver(), lambda line: None, environ)
-    settings = [f"{key}={value}" for key, value in sorted({**started.environment, "DISPLAY": display}.items())]
-    return shlex.join(["env", *settings, *started.argv])
+    return launch(program, list(arguments), dlls, lavapipe_driver(), lambda line: None).command_line()
 
 
 def directml_dll() -> Path | None:
