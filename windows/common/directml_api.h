@@ -8,8 +8,9 @@
 // 9be295b3b81ce1d0ff2b44f18d0eb86ea54c5122 ("Update DirectML header to FL6.4 (package 1.16)"),
 // DML_TARGET_VERSION 0x6400. Enum values were counted from that header's enum bodies with every
 // `#if DML_TARGET_VERSION >= ...` block taken (the count is pinned by static_asserts in
-// dml_harness.cpp, which also run against the real header in the SDK build). Struct members are in
-// the header's order with the header's types, so the layouts are the header's (also checked there).
+// ../dml_harness/descriptions.cpp, which also run against the real header in the SDK build). Struct
+// members are in the header's order with the header's types, so the layouts are the header's (also
+// checked there).
 #pragma once
 
 #include <windows.h>

@@ -1,4 +1,4 @@
-// protocol.cpp - JSON reader/writer and frame I/O for the DirectML harness (see protocol.h).
+// protocol.cpp - JSON reader/writer and frame I/O for the Windows programs (see protocol.h).
 // The JSON reader follows examples/c_harness/dmlc_harness.c: recursive descent, depth-limited,
 // numbers copied out before strtod/strtoll so they cannot run past the header.
 #include "protocol.h"

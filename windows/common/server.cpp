@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "d3d12_device.h"
+#include "util.h"
 
 namespace dmlh {
 

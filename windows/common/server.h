@@ -1,5 +1,5 @@
 // server.h - the serving side that the project's Windows programs share (the DirectML harness and the ONNX
-// Runtime host, ../ort_dml_host): the frame stream replies go to, the error frame that ends a process, and the
+// Runtime host, ../ort_host): the frame stream replies go to, the error frame that ends a process, and the
 // request loop of docs/native-harness.md (a hello first, then requests until the end of the stream or "bye").
 #pragma once
 #include <cstdint>

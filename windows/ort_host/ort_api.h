@@ -7,7 +7,7 @@
 // OrtApi is a table of function pointers that ONNX Runtime only ever appends to; a function's slot is its position
 // in `struct OrtApi`, counted from the header's member list (ORT_API2_STATUS, ORT_CLASS_RELEASE and the plain
 // function-pointer members alike). The slots below were counted in the 1.24 header; slots 0-100 also agree with
-// other projects' trims of the 1.22 header. What the host checks at start-up (ort_dml_host.cpp, check_api):
+// other projects' trims of the 1.22 header. What the host checks at start-up (runtime.cpp, check_api):
 // GetVersionString says 1.24.x, GetApi(24) answers, CreateStatus/GetErrorCode/GetErrorMessage/ReleaseStatus
 // (slots 0, 1, 2, 93) give back what was put in, GetAvailableProviders/ReleaseAvailableProviders (125, 126) list
 // the execution providers, and GetExecutionProviderApi (195) hands out the DML API. A DLL whose table differs

@@ -1,0 +1,44 @@
+// descriptions.h - request decoding: the wire's tensors into DML_BUFFER_TENSOR_DESCs and a request's params into
+// the operator's DML_*_OPERATOR_DESC.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "operators.h"
+#include "protocol.h"
+#include "replies.h"
+
+// Points into itself (desc -> buffer -> sizes): not copied.
+struct Tensor {
+    std::string name;
+    int dtype = 0;
+    std::vector<UINT> sizes;
+    const uint8_t* data = nullptr;  // inputs
+    uint64_t nbytes = 0;            // product(Sizes) x element size (saturated)
+    DML_BUFFER_TENSOR_DESC buffer;
+    DML_TENSOR_DESC desc;
+};
+
+// Reads a tensor entry into t; on a problem fills `bad` (status + message) and returns false.
+bool read_tensor(const dmlh::JValue& entry, const std::vector<uint8_t>& payload, bool with_data, Tensor& t,
+                 Reply& bad);
+
+// The operator description with the storage it points into.
+struct OpDesc {
+    std::vector<UINT> u[5];
+    std::vector<INT> strides;
+    std::vector<FLOAT> f[3];
+    DML_ACTIVATION_RELU_GRAD_OPERATOR_DESC relu;
+    DML_ELEMENT_WISE_CLIP_GRAD1_OPERATOR_DESC clip;
+    DML_SLICE_GRAD_OPERATOR_DESC slice;
+    DML_MAX_POOLING_GRAD_OPERATOR_DESC pool;
+    DML_RESAMPLE_GRAD1_OPERATOR_DESC resample;
+    DML_OPERATOR_DESC op;
+};
+
+// Fills d from the request's params (null or not an object: none) and the operator's tensors; on a problem fills
+// `bad` and returns false.
+bool build_desc(const OpInfo& info, const dmlh::JValue* params, Tensor* const* in, Tensor& out, OpDesc& d,
+                Reply& bad);

@@ -1,0 +1,23 @@
+// operators.h - the operators the harness runs and the data types each support table of the seed pages admits,
+// by feature level; what the hello reply announces.
+#pragma once
+
+#include <string>
+
+#include "device.h"
+
+#define DMLH_VERSION "1.0"
+
+struct OpInfo {
+    const char* name;
+    DML_OPERATOR_TYPE type;
+    const char* inputs[2];  // tensor fields in struct order
+    int input_count;
+    struct Row { unsigned level; unsigned types; } rows[3];  // highest row at or below the device level wins
+};
+
+// The operator of that name (with or without DML_OPERATOR_), or null.
+const OpInfo* find_op(const std::string& name);
+// Bit t set: DML_TENSOR_DATA_TYPE t is in the table at the device's level and the device supports it.
+unsigned supported_types(const Device& dev, const OpInfo& op);
+std::string hello_reply(const Device& dev);

@@ -1,0 +1,143 @@
+// timing.cpp - per-request phase times, --timings (see timing.h).
+#include "timing.h"
+
+#include <cstring>
+
+#include "protocol.h"
+
+using dmlh::log_line;
+using dmlh::strf;
+
+static const char* const kPhaseNames[kPhaseCount] = {"wait",      "decode", "create",     "compile", "initializer",
+                                                     "heap",      "resources", "upload", "initialize", "bind",
+                                                     "dispatch",  "readback", "reply"};
+
+static LONGLONG qpc_now() {
+    LARGE_INTEGER t;
+    QueryPerformanceCounter(&t);
+    return t.QuadPart;
+}
+
+PhaseTimer::PhaseTimer() {
+    LARGE_INTEGER f;
+    QueryPerformanceFrequency(&f);
+    ticks_per_us = double(f.QuadPart) / 1e6;
+    origin = last = qpc_now();
+    FILETIME ft;
+    GetSystemTimeAsFileTime(&ft);  // 100 ns since 1601
+    long long t100 = (long long)(((unsigned long long)ft.dwHighDateTime << 32) | ft.dwLowDateTime);
+    origin_unix_us = (t100 - 116444736000000000LL) / 10;
+}
+
+void PhaseTimer::lap(Phase p) {
+    if (!file) return;
+    LONGLONG now = qpc_now();
+    us[p] += double(now - last) / ticks_per_us;
+    last = now;
+}
+
+void PhaseTimer::open(const std::string& path_pattern, const std::string& device_error) {
+    std::string path = path_pattern;
+    size_t at = path.find("%p");
+    if (at != std::string::npos) path.replace(at, 2, strf("%lu", (unsigned long)GetCurrentProcessId()));
+    file = fopen(path.c_str(), "ab");
+    if (!file) {
+        log_line("--timings: cannot open %s for appending; no timings", path.c_str());
+        return;
+    }
+    LONGLONG now = qpc_now();
+    fprintf(file, "{\"event\":\"start\",\"pid\":%lu,\"main_unix_us\":%lld,\"device_us\":%.1f,\"device\":%s}\n",
+            (unsigned long)GetCurrentProcessId(), origin_unix_us, since_origin_us(now),
+            dmlh::json_string(device_error.empty() ? "ready" : device_error).c_str());
+    fflush(file);
+    last = now;
+}
+
+void PhaseTimer::begin_request() {
+    if (!file) return;
+    for (double& u : us) u = 0;
+    for (bool& w : gpu_written) w = false;
+    op.clear();
+    status.clear();
+    lap(kWait);
+    request_start = last;
+}
+
+void PhaseTimer::end_request(const std::string& id) {
+    if (!file) return;
+    lap(kReply);
+    std::string line = "{\"id\":" + dmlh::json_string(id) + ",\"op\":" + dmlh::json_string(op) +
+                       ",\"status\":" + dmlh::json_string(status) +
+                       strf(",\"t_us\":%.1f", since_origin_us(request_start));
+    for (int p = 0; p < kPhaseCount; p++) line += strf(",\"%s\":%.1f", kPhaseNames[p], us[p]);
+    UINT64 ticks[kGpuMarks] = {};
+    if (gpu_frequency && read_gpu_ticks(ticks)) {
+        auto span = [&](GpuMark a, GpuMark b) {
+            return gpu_written[a] && gpu_written[b] && ticks[b] >= ticks[a]
+                       ? strf("%.1f", double(ticks[b] - ticks[a]) * 1e6 / double(gpu_frequency))
+                       : std::string("null");
+        };
+        line += ",\"gpu_initialize\":" + span(kGpuInitBegin, kGpuInitEnd) + ",\"gpu_upload\":" +
+                span(kGpuBegin, kGpuUploaded) + ",\"gpu_dispatch\":" + span(kGpuUploaded, kGpuDispatched) +
+                ",\"gpu_readback\":" + span(kGpuDispatched, kGpuReadBack);
+    }
+    line += "}\n";
+    fputs(line.c_str(), file);
+    fflush(file);
+    last = qpc_now();  // writing the line is not the runner's time
+}
+
+void PhaseTimer::gpu_mark(dmlh::DmlDevice& dev, ID3D12GraphicsCommandList* list, GpuMark m) {
+    if (!file) return;
+    if (!queries && !gpu_frequency) {
+        gpu_frequency = 1;  // tried once; 0 again below when anything fails
+        D3D12_QUERY_HEAP_DESC qd;
+        memset(&qd, 0, sizeof qd);
+        qd.Type = D3D12_QUERY_HEAP_TYPE_TIMESTAMP;
+        qd.Count = kGpuMarks;
+        UINT64 frequency = 0;
+        if (FAILED(dev.queue->GetTimestampFrequency(&frequency)) || !frequency ||
+            FAILED(dev.d3d->CreateQueryHeap(&qd, __uuidof(ID3D12QueryHeap), reinterpret_cast<void**>(&queries)))) {
+            queries = nullptr;
+            gpu_frequency = 0;
+            log_line("--timings: no GPU timestamps on this device");
+            return;
+        }
+        D3D12_HEAP_PROPERTIES hp;
+        memset(&hp, 0, sizeof hp);
+        hp.Type = D3D12_HEAP_TYPE_READBACK;
+        D3D12_RESOURCE_DESC rd;
+        memset(&rd, 0, sizeof rd);
+        rd.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
+        rd.Width = 256;
+        rd.Height = rd.DepthOrArraySize = rd.MipLevels = 1;
+        rd.SampleDesc.Count = 1;
+        rd.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
+        if (FAILED(dev.d3d->CreateCommittedResource(&hp, D3D12_HEAP_FLAG_NONE, &rd, D3D12_RESOURCE_STATE_COPY_DEST,
+                                                    nullptr, __uuidof(ID3D12Resource),
+                                                    reinterpret_cast<void**>(&query_readback)))) {
+            queries->Release();
+            queries = nullptr;
+            gpu_frequency = 0;
+            return;
+        }
+        gpu_frequency = frequency;
+    }
+    if (!queries) return;
+    list->EndQuery(queries, D3D12_QUERY_TYPE_TIMESTAMP, UINT(m));
+    gpu_written[m] = true;
+    // The last mark of a request resolves them all into the readback buffer, in the same list.
+    if (m == kGpuReadBack) list->ResolveQueryData(queries, D3D12_QUERY_TYPE_TIMESTAMP, 0, kGpuMarks,
+                                                  query_readback, 0);
+}
+
+bool PhaseTimer::read_gpu_ticks(UINT64* ticks) {
+    if (!query_readback || !gpu_written[kGpuReadBack]) return false;
+    void* p = nullptr;
+    D3D12_RANGE range = {0, sizeof(UINT64) * kGpuMarks};
+    if (FAILED(query_readback->Map(0, &range, &p))) return false;
+    memcpy(ticks, p, sizeof(UINT64) * kGpuMarks);
+    D3D12_RANGE none = {0, 0};
+    query_readback->Unmap(0, &none);
+    return true;
+}

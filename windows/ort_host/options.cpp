@@ -1,0 +1,56 @@
+// options.cpp - the host's command line (see options.h).
+#include "options.h"
+
+#include <cstdio>
+#include <cstring>
+
+using dmlh::log_line;
+
+static const char kUsage[] =
+    "usage: ort_dml_host.exe [options]   (speaks docs/native-harness.md section 9 on stdin/stdout)\n"
+    "  --ep dml|cpu            execution provider (default dml; cpu is the control)\n"
+    "  --onnxruntime PATH      onnxruntime.dll to load (default: next to this exe, else the DLL search path)\n"
+    "  --any-ort-version       run an onnxruntime.dll other than 1.24.x (its OrtApi table is still checked)\n"
+    "  --session-config K=V    a session config entry for every session (repeatable), e.g.\n"
+    "                          ep.dml.disable_graph_fusion=1\n"
+    "  --verbose               ONNX Runtime's log and every request on stderr\n"
+    "the device (--ep dml):\n";
+
+bool parse_options(int argc, char** argv, Options& o) {
+    for (int i = 1; i < argc; i++) {
+        const dmlh::OptionRead device = dmlh::read_device_option(argc, argv, i, o.device);
+        if (device == dmlh::OptionRead::kBad) return false;
+        if (device == dmlh::OptionRead::kTaken) continue;
+        const std::string a = argv[i];
+        const char* v = nullptr;
+        if (a == "--ep") {
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
+            o.ep = v;
+            if (o.ep != "dml" && o.ep != "cpu") {
+                log_line("--ep %s: use dml or cpu", v);
+                return false;
+            }
+        } else if (a == "--onnxruntime") {
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
+            o.ort_path = v;
+        } else if (a == "--any-ort-version") {
+            o.any_ort_version = true;
+        } else if (a == "--session-config") {
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
+            const char* eq = strchr(v, '=');
+            if (!eq || eq == v) {
+                log_line("--session-config %s: use KEY=VALUE", v);
+                return false;
+            }
+            o.session_config.emplace_back(std::string(v, eq), std::string(eq + 1));
+        } else if (a == "--verbose") {
+            o.verbose = true;
+        } else {
+            log_line("unknown option %s", a.c_str());
+            fputs(kUsage, stderr);
+            fputs(dmlh::kDeviceUsage, stderr);
+            return false;
+        }
+    }
+    return true;
+}

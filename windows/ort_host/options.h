@@ -1,0 +1,20 @@
+// options.h - the host's command line (the device's own options are d3d12_device.h's).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "d3d12_device.h"
+
+struct Options {
+    dmlh::DeviceOptions device;  // DirectML.dll, adapter, debug layer (--ep dml)
+    std::string ep = "dml";
+    std::string ort_path;  // empty: onnxruntime.dll next to the exe, then the DLL search path
+    bool any_ort_version = false;
+    std::vector<std::pair<std::string, std::string>> session_config;  // --session-config KEY=VALUE
+    bool verbose = false;  // ONNX Runtime's whole log and every request on stderr
+};
+
+// False (logged, usage on stderr for an unknown option) when the command line cannot be used.
+bool parse_options(int argc, char** argv, Options& o);
