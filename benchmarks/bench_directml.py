@@ -1,25 +1,29 @@
 """Speed of the real DirectML harness: cases per second of a tier through `dmlconform run --backend native`,
 how that scales with --jobs, and where the time goes.
 
-    python benchmarks/bench_directml.py --harness examples/dml_harness/run_under_wine.sh \\
+    python benchmarks/bench_directml.py [--adapter lavapipe|nvidia|N] [--directml PATH | --directml-version V] \\
         [--tier standard] [-k EXPR] [--jobs 1 2 4 8 16] [--peer=--heap-per-case] [--check-outputs] \\
         [--report-dir DIR]
+    python benchmarks/bench_directml.py --harness "CMD ARGS" ...        # a harness of one's own instead
 
-The workload is `dmlconform run --tier T [-k EXPR] --backend native --harness "HARNESS --timings ..."` as a
-user runs it (one harness per job, each case retried once when it fails, as on native by default), timed
-from this script's side, once per --jobs value (those above this machine's CPU count are left out unless
-given explicitly). The harness (examples/dml_harness) writes one line per request with the microseconds of
-each phase (`--timings`; replies do not change), from which the run's worker time (jobs x wall) is split
-into: harness starts (D3D12 + DirectML device creation), the per-case phases (operator creation,
-compilation, initializer creation, descriptor heap, buffers, upload, initialisation, binding, dispatch,
-readback, reply),
-the harness waiting for the runner between cases (the Python side: judging, the pool, encoding, the pipe),
-and the rest (interpreter and Wine start, suite loading, handshake, reports, workers idle at the end).
+The harness is the DirectML harness this package carries (dml_harness.exe, windows/), started exactly as `dmlconform
+run --backend directml --adapter A` starts it: directly on Windows, under Wine elsewhere (the package's prefix and
+its X display, which every harness shares; the Vulkan driver --adapter names). Its whole start is one command line
+(`Launch.command_line`, dmlconform/directml/wine.py), so that harness options can be added to it. The workload is
+`dmlconform run --tier T [-k EXPR] --backend native --harness "HARNESS --timings ..."` as a user runs it (one
+harness per job, each case retried once when it fails, as on native by default), timed from this script's side, once
+per --jobs value (those above this machine's CPU count are left out unless given explicitly). The harness writes one
+line per request with the microseconds of each phase (`--timings`; replies do not change), from which the run's
+worker time (jobs x wall) is split into: harness starts (D3D12 + DirectML device creation), the per-case phases
+(operator creation, compilation, initializer creation, descriptor heap, buffers, upload, initialisation, binding,
+dispatch, readback, reply), the harness waiting for the runner between cases (the Python side: judging, the pool,
+encoding, the pipe), and the rest (interpreter and Wine start, suite loading, handshake, reports, workers idle at
+the end).
 
-Then, in this process: harness starts (`--starts` of them: Wine and the wrapper, device creation, handshake,
-and the first case, which creates the descriptor heap), and a sample of cases run one at a time through the
-native backend, as a worker runs them, timing encoding, the round trip less the harness's own time, and
-judging; and loading the workload's suites.
+Then, in this process: harness starts (`--starts` of them: Wine (and env, or a wrapper), device creation, handshake,
+and the first case, which creates the descriptor heap), and a sample of cases run one at a time through the native
+backend, as a worker runs them, timing encoding, the round trip less the harness's own time, and judging; and
+loading the workload's suites.
 
 With --peer=OPTIONS (the = keeps argparse from reading them as its own) the same workload runs once more with
 those harness options added (e.g. "--heap-per-case", the harness's old way) at --peer-jobs, and the ratio is
@@ -33,7 +37,6 @@ identical. Exit status 1 when results or outputs differ, or when the full standa
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gzip
 import json
 import os
@@ -45,7 +48,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,11 +90,52 @@ class Run:
         return self.cases / self.wall_s
 
 
-def harness_command(harness: str, options: str, timings: Path | None) -> str:
+def harness_command(harness: str, options: str, timings: Path | None, wine: bool = False) -> str:
+    """The harness command line with extra options and `--timings FILE` (as a Windows path when it runs under
+    Wine)."""
     parts = [harness, options] if options else [harness]
     if timings is not None:
-        parts += ["--timings", shlex.quote(str(timings))]
+        if wine:
+            from dmlconform.directml.wine import windows_path
+
+            parts += ["--timings", shlex.quote(windows_path(timings))]
+        else:
+            parts += ["--timings", shlex.quote(str(timings))]
     return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Harness:
+    """The harness every run starts: its command line, what the report calls it, and whether it runs under Wine."""
+
+    command: str
+    label: str
+    wine: bool = False
+
+    def with_options(self, options: str, timings: Path | None) -> str:
+        return harness_command(self.command, options, timings, self.wine)
+
+
+def choose_harness(args: argparse.Namespace) -> Harness:
+    """The packaged DirectML harness on the device and DirectML.dll the options name (or --harness, a command of
+    one's own, which must see to its own display under Wine). Under Wine the packaged harness's command line names the
+    prefix's own X display, so every harness of every run shares the prefix's desktop, as they must."""
+    if args.harness:
+        return Harness(args.harness, args.harness)
+    from dmlconform.directml.start import Device, StartError, harness_start
+    from dmlconform.directml.wine import WineUnavailable
+
+    try:
+        start = harness_start(args.directml, args.directml_version, Device.parse(args.adapter),
+                              lambda line: print(f"bench_directml: {line}", file=sys.stderr))
+    except (StartError, WineUnavailable) as exc:  # one line naming what is missing and its fix
+        raise SystemExit(f"bench_directml: the DirectML harness cannot start: {exc}") from None
+    facts = start.facts
+    label = (f"the packaged {facts['program'].replace(' sha256 ', ' (sha256 ', 1)}), DirectML.dll "
+             f"{facts['directml_dll_version']} ({facts['directml_origin']})"
+             + (f", {facts['wine']}" if "wine" in facts else "")
+             + (f", Vulkan driver {start.launch.vulkan_driver.name}" if start.launch.vulkan_driver else ""))
+    return Harness(start.launch.command_line(), label, start.launch.wine is not None)
 
 
 def dmlconform_run(args: argparse.Namespace, jobs: int, harness: str, folder: Path,
@@ -131,12 +174,12 @@ def read_timings(folder: Path) -> tuple[list[dict[str, object]], list[dict[str, 
     return starts, requests
 
 
-def measured_run(args: argparse.Namespace, label: str, jobs: int, options: str, root: Path,
+def measured_run(args: argparse.Namespace, harness: Harness, label: str, jobs: int, options: str, root: Path,
                  keep_outputs: bool = False, timed_harness: bool = True) -> Run:
     folder = root / label.replace(" ", "_")
     timings = folder / "timings-%p.jsonl" if timed_harness else None
-    began, wall, result_path = dmlconform_run(args, jobs, harness_command(args.harness, options, timings), folder,
-                                       keep_outputs)
+    began, wall, result_path = dmlconform_run(args, jobs, harness.with_options(options, timings), folder,
+                                              keep_outputs)
     document = json.loads(result_path.read_text())
     results = {case["id"]: tuple(case.get(key) for key in COMPARED) for case in document["cases"]}
     artifacts = {case["id"]: case.get("artifacts") or {} for case in document["cases"]}
@@ -231,7 +274,7 @@ def load_workload(args: argparse.Namespace) -> tuple[list[object], float]:
     return cases, time.perf_counter() - clock
 
 
-def start_probe(args: argparse.Namespace, cases: list[object], root: Path) -> list[str]:
+def start_probe(args: argparse.Namespace, harness: Harness, cases: list[object], root: Path) -> list[str]:
     """Harness starts, split into Wine (and the wrapper), device creation and handshake; the first case."""
     from dmlconform.backends.native import NativeBackend
 
@@ -240,7 +283,7 @@ def start_probe(args: argparse.Namespace, cases: list[object], root: Path) -> li
     for attempt in range(args.starts):
         folder = root / f"start{attempt}"
         folder.mkdir()
-        command = harness_command(args.harness, "", folder / "timings-%p.jsonl")
+        command = harness.with_options("", folder / "timings-%p.jsonl")
         began = time.time()
         backend = NativeBackend(command, args.timeout)
         ready = time.time()
@@ -256,13 +299,14 @@ def start_probe(args: argparse.Namespace, cases: list[object], root: Path) -> li
     if not rows:
         return ["harness start: no timings came back"]
     total, wine, device, handshake, heap = (statistics.median(r[i] for r in rows) for i in range(5))
-    return [f"harness start (median of {len(rows)}): {total:.2f} s to the handshake = Wine and the wrapper "
+    return [f"harness start (median of {len(rows)}): {total:.2f} s to the handshake = Wine (and env or a wrapper) "
             f"{wine:.2f} s ({wine / total * 100:.0f}%) + D3D12 and DirectML devices {device:.2f} s "
             f"({device / total * 100:.0f}%) + handshake {handshake:.2f} s; then, at the first case, the "
             f"descriptor heap (made once per harness) {heap:.2f} s"]
 
 
-def python_side(args: argparse.Namespace, cases: list[object], loading_s: float, root: Path) -> list[str]:
+def python_side(args: argparse.Namespace, harness: Harness, cases: list[object], loading_s: float,
+                root: Path) -> list[str]:
     """A sample of cases run one at a time as a worker runs them: encoding, round trip, judging."""
     from dmlconform import harness_protocol as protocol
     from dmlconform.backends.native import NativeBackend
@@ -272,7 +316,7 @@ def python_side(args: argparse.Namespace, cases: list[object], loading_s: float,
     sample = cases[::step][: args.sample]
     folder = root / "python-side"
     folder.mkdir()
-    backend = NativeBackend(harness_command(args.harness, "", folder / "timings-%p.jsonl"), args.timeout)
+    backend = NativeBackend(harness.with_options("", folder / "timings-%p.jsonl"), args.timeout)
     target = backend.info().feature_level
     encode = judging = 0.0
     round_trips: dict[str, float] = {}
@@ -293,7 +337,7 @@ def python_side(args: argparse.Namespace, cases: list[object], loading_s: float,
         backend.close()
     _, requests = read_timings(folder)
     busy = {str(r["id"]): sum(float(r[p]) for p in PHASES) / 1e6 for r in requests[1:]}  # [0]: the warm-up
-    harness = sum(busy.values())
+    in_harness = sum(busy.values())
     round_trip = sum(round_trips.values())
     n = len(sample)
     # The round trip less the harness's time, for the cases the harness saw (the native backend declines
@@ -301,9 +345,9 @@ def python_side(args: argparse.Namespace, cases: list[object], loading_s: float,
     pipe = sum(t - busy[i] for i, t in round_trips.items() if i in busy) - encode * len(busy) / n
     total = round_trip + judging
     return [f"Python side, {n} cases one at a time (one in {step}), ms per case: encoding {encode / n * 1000:.2f}, "
-            f"harness {harness / n * 1000:.2f}, pipe and reply decoding {pipe / n * 1000:.2f}, judging "
+            f"harness {in_harness / n * 1000:.2f}, pipe and reply decoding {pipe / n * 1000:.2f}, judging "
             f"(reference + comparison) {judging / n * 1000:.2f}; the runner's own share "
-            f"{(total - harness) / total * 100:.0f}% of a case's {total / n * 1000:.2f} ms",
+            f"{(total - in_harness) / total * 100:.0f}% of a case's {total / n * 1000:.2f} ms",
             f"loading the workload's suites: {loading_s:.2f} s ({loading_s / max(len(cases), 1) * 1000:.2f} ms "
             "per case; the command overlaps it with the harness starts)"]
 
@@ -339,27 +383,6 @@ def output_differences(ours: Run, peer: Run) -> tuple[int, list[str]]:
     return compared, lines
 
 
-@contextlib.contextmanager
-def shared_display() -> Iterator[None]:
-    """One X display for every harness of a run: they share a Wine prefix, hence a desktop (run_suites.sh)."""
-    if os.environ.get("DISPLAY") or not shutil.which("Xvfb"):
-        yield
-        return
-    read, write = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-nolisten", "tcp", "-screen", "0", "640x480x24"],
-                            pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write)
-    with os.fdopen(read) as displayfd:
-        number = displayfd.readline().strip()
-    os.environ["DISPLAY"] = f":{number}"
-    try:
-        yield
-    finally:
-        del os.environ["DISPLAY"]
-        xvfb.terminate()
-        xvfb.wait(10)
-
-
 def keep(root: Path, report_dir: Path, text: str) -> None:
     """The report, and each run's JSON result and harness timings, compressed (never the outputs)."""
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -379,33 +402,33 @@ def measure(args: argparse.Namespace, jobs: list[int], cpus: int, root: Path, ou
             print(line, flush=True)
             out.append(line)
 
-    with shared_display():
-        cases, loading_s = load_workload(args)
-        say(f"workload: dmlconform run --tier {args.tier}{f' -k {shlex.quote(args.k)}' if args.k else ''} "
-            f"--backend native, {len(cases)} cases; harness {args.harness}",
-            f"machine: {cpus} CPUs, load average {os.getloadavg()[0]:.1f} at the start")
-        runs = [measured_run(args, f"jobs {j}", j, "", root) for j in jobs]
-        say(f"device: {runs[0].device}", "",
-            f"{'jobs':>4} {'wall s':>8} {'cases/s':>8} {'x j=1':>6} {'starts':>6}  results")
-        for run in runs:
-            say(f"{run.jobs:4d} {run.wall_s:8.2f} {run.rate:8.1f} {runs[0].wall_s / run.wall_s:6.2f} "
-                f"{len(run.starts):6d}  " + ", ".join(f"{n} {s}" for s, n in run.statuses.most_common()))
-        best = min(runs, key=lambda r: r.wall_s)
-        peer = ours_kept = None
-        if args.peer:
-            peer_jobs = args.peer_jobs or max(jobs)
-            peer = measured_run(args, "peer", peer_jobs, args.peer, root, keep_outputs=args.check_outputs)
-            same = next((r for r in runs if r.jobs == peer_jobs), None)
-            say("", f"peer: the harness with {args.peer}, jobs {peer_jobs}: {peer.wall_s:.2f} s, {peer.rate:.1f} "
-                f"cases/s" + (" (keeping every output)" if args.check_outputs else "")
-                + (f"; this harness at jobs {peer_jobs} is {peer.wall_s / same.wall_s:.1f}x faster" if same else ""))
-            if args.check_outputs:
-                ours_kept = measured_run(args, "outputs", peer_jobs, "", root, keep_outputs=True,
-                                         timed_harness=False)
-        say("", *share_table(runs), "", *timeline(runs[0]), *gpu_lines(runs[0]), *operator_lines(runs[0]))
-        if peer is not None:
-            say("", "the peer's shares:", *share_table([peer]))
-        say("", *start_probe(args, cases, root), *python_side(args, cases, loading_s, root))
+    harness = choose_harness(args)
+    cases, loading_s = load_workload(args)
+    say(f"workload: dmlconform run --tier {args.tier}{f' -k {shlex.quote(args.k)}' if args.k else ''} "
+        f"--backend native, {len(cases)} cases; harness {harness.label}",
+        f"machine: {cpus} CPUs, load average {os.getloadavg()[0]:.1f} at the start")
+    runs = [measured_run(args, harness, f"jobs {j}", j, "", root) for j in jobs]
+    say(f"device: {runs[0].device}", "",
+        f"{'jobs':>4} {'wall s':>8} {'cases/s':>8} {'x j=1':>6} {'starts':>6}  results")
+    for run in runs:
+        say(f"{run.jobs:4d} {run.wall_s:8.2f} {run.rate:8.1f} {runs[0].wall_s / run.wall_s:6.2f} "
+            f"{len(run.starts):6d}  " + ", ".join(f"{n} {s}" for s, n in run.statuses.most_common()))
+    best = min(runs, key=lambda r: r.wall_s)
+    peer = ours_kept = None
+    if args.peer:
+        peer_jobs = args.peer_jobs or max(jobs)
+        peer = measured_run(args, harness, "peer", peer_jobs, args.peer, root, keep_outputs=args.check_outputs)
+        same = next((r for r in runs if r.jobs == peer_jobs), None)
+        say("", f"peer: the harness with {args.peer}, jobs {peer_jobs}: {peer.wall_s:.2f} s, {peer.rate:.1f} "
+            f"cases/s" + (" (keeping every output)" if args.check_outputs else "")
+            + (f"; this harness at jobs {peer_jobs} is {peer.wall_s / same.wall_s:.1f}x faster" if same else ""))
+        if args.check_outputs:
+            ours_kept = measured_run(args, harness, "outputs", peer_jobs, "", root, keep_outputs=True,
+                                     timed_harness=False)
+    say("", *share_table(runs), "", *timeline(runs[0]), *gpu_lines(runs[0]), *operator_lines(runs[0]))
+    if peer is not None:
+        say("", "the peer's shares:", *share_table([peer]))
+    say("", *start_probe(args, harness, cases, root), *python_side(args, harness, cases, loading_s, root))
 
     failed = False
     differences = result_differences([*runs, *(r for r in (peer, ours_kept) if r is not None)])
@@ -429,7 +452,14 @@ def measure(args: argparse.Namespace, jobs: list[int], cpus: int, root: Path, ou
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--harness", required=True, help="the harness command line, e.g. its Wine wrapper")
+    parser.add_argument("--adapter", default="lavapipe", metavar="N|DRIVER",
+                        help="the device, as `dmlconform run --backend directml --adapter` takes it: a DXGI adapter "
+                        "index, or under Wine a Vulkan driver (lavapipe, nvidia, a manifest's path); default lavapipe")
+    parser.add_argument("--directml", metavar="PATH", help="DirectML.dll (default: as `dmlconform run` chooses; "
+                        "$DMLCONFORM_DIRECTML)")
+    parser.add_argument("--directml-version", metavar="V", help="the DLL of a fetched onnxruntime-directml release")
+    parser.add_argument("--harness", metavar="'CMD ARGS'", help="a harness command line of one's own instead of the "
+                        "packaged harness (it must take --timings FILE; under Wine, give it DISPLAY)")
     parser.add_argument("--tier", default="standard", choices=["smoke", "standard", "full"])
     parser.add_argument("-k", help="select cases as `dmlconform run -k` does")
     parser.add_argument("--jobs", type=int, nargs="+", help="--jobs values (default: 1 2 4 8 16 up to the CPUs)")

@@ -20,8 +20,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="the tier whose every case the tests marked tier_scan check (default: smoke; .ci/run runs "
                           "them on the standard tier too)")
     parser.addoption("--directml-report", metavar="FILE", type=Path,
-                     help="a `dmlconform run --json` result of the smoke tier on the real DirectML "
-                          "(examples/dml_harness/run_suites.sh): tests marked directml_report check it")
+                     help="a `dmlconform run --json` result of the smoke tier on the real DirectML (.ci/run's "
+                          "`dmlconform run --backend directml --adapter lavapipe --tier smoke --json FILE`, from the "
+                          "installed wheel): tests marked directml_report check it")
 
 
 #: Each marker that a later step of .ci/run selects, and the fixture that gives its tests their input there.

@@ -12,11 +12,20 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dmlconform.certification import PACKAGE_TIERS
-from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, make_console, parse_shard_option
+from dmlconform.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    check_session_config,
+    directml_options,
+    fail,
+    make_console,
+    parse_shard_option,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from dmlconform.backends.base import BackendOptions
     from dmlconform.certification.package import Claim, PackageParts
     from dmlconform.certification.waivers import WaiverFile
     from dmlconform.run_result import RunResult
@@ -31,8 +40,8 @@ if TYPE_CHECKING:
 @click.option("--tier", "tier_name", default="standard", show_default=True, type=click.Choice(PACKAGE_TIERS),
               help="The suite: the committed standard tier, or full (generated on first use); smoke makes a "
                    "rehearsal package in minutes, never a certification.")
-@click.option("--backend", "backend_name", help="The backend driving the device: native (a harness), onnxruntime, "
-              "torch, numpy.")
+@click.option("--backend", "backend_name", help="The backend driving the device: directml (the real DirectML.dll), "
+              "native (a harness), onnxruntime, torch, numpy.")
 @click.option("--harness", metavar="'CMD ARGS'", help="Native harness command line (native backend).")
 @click.option("--harness-file", "harness_files", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
               help="A file the harness is made of (its binary, DirectML.dll) when the command starts it through a "
@@ -54,10 +63,13 @@ if TYPE_CHECKING:
               help="Failing cases printed in full.")
 @click.option("--suite-root", type=click.Path(path_type=Path, file_okay=False, exists=True), hidden=True,
               help="Testing only: this folder stands in for the bundled suites (verify must be given it too).")
+@directml_options
 def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | None, tier_name: str,
             backend_name: str | None, harness: str | None, harness_files: tuple[Path, ...], timeout_s: float, ep: str,
             device: str, variant: str | None, waivers_path: Path | None, jobs: int, shard_text: str | None,
-            merge: bool, failures_shown: int, suite_root: Path | None) -> None:
+            merge: bool, failures_shown: int, suite_root: Path | None, directml: str | None,
+            directml_version: str | None, adapter: str | None, warp: bool, session_config: tuple[str, ...],
+            program_options: tuple[str, ...]) -> None:
     """Run the certification suite for a claimed feature level and write a certification package.
 
     Every case of the tier runs: no -k, skips, baselines or flake lists; retries as CI does. Exit status: 0 the
@@ -83,8 +95,13 @@ def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | No
 
     stop = StopRequest().install()
     try:
-        status = _certify(stop, output, level_text, tier_name, backend_name, harness, harness_files, timeout_s, ep,
-                          device, variant, waivers_path, jobs, shard_text, failures_shown, suite_root)
+        from dmlconform.backends.base import BackendOptions
+
+        options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device,
+                                 directml=directml, directml_version=directml_version, adapter=adapter, warp=warp,
+                                 session_config=check_session_config(session_config), program_options=program_options)
+        status = _certify(stop, output, level_text, tier_name, backend_name, options, harness_files, waivers_path,
+                          jobs, shard_text, failures_shown, suite_root)
     finally:
         stop.restore()
     sys.exit(status)
@@ -123,11 +140,9 @@ def _command(values: list[tuple[str, Any]]) -> list[str]:
     return words
 
 
-def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_name: str, harness: str | None,
-             harness_files: tuple[Path, ...], timeout_s: float, ep: str, device: str, variant: str | None,
-             waivers_path: Path | None, jobs: int, shard_text: str | None, failures_shown: int,
-             suite_root: Path | None) -> int:
-    from dmlconform.backends.base import BackendOptions
+def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_name: str, options: BackendOptions,
+             harness_files: tuple[Path, ...], waivers_path: Path | None, jobs: int, shard_text: str | None,
+             failures_shown: int, suite_root: Path | None) -> int:
     from dmlconform.certification import OUTPUTS, RESULTS
     from dmlconform.certification.environment import environment_record, file_digests
     from dmlconform.certification.package import Claim, PackageParts
@@ -144,9 +159,8 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
         if not path.is_file():
             fail(f"--harness-file {path}: no such file")
     # Digested before the run: the files that were started, not whatever is there afterwards.
-    files = file_digests(_harness_paths(harness, harness_files)) if backend_name == "native" else {}
+    files = file_digests(_program_paths(backend_name, options, harness_files))
     _fresh_folder(output)
-    options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device)
     request = RunRequest((suite_root,) if suite_root else (), backend_name, options, level, None, tier_name, jobs,
                          shard, keep=KeepOutputs.ALL, artifacts_dir=output / OUTPUTS, result_file=output / RESULTS,
                          durable_artifacts=False)
@@ -156,11 +170,15 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     if waivers is not None:
         apply_waivers(run.results, waivers, device_identity)
     command = _command([("--level", level_text), ("--tier", tier_name), ("--backend", backend_name),
-                        ("--harness", harness), ("--harness-file", harness_files), ("--timeout", timeout_s),
-                        ("--ep", ep if backend_name == "onnxruntime" else None),
-                        ("--device", device if backend_name == "torch" else None), ("--variant", variant),
-                        ("--waivers", waivers_path), ("--jobs", jobs), ("--shard", shard_text),
-                        ("--suite-root", suite_root), ("-o", output)])
+                        ("--harness", options.harness), ("--harness-file", harness_files),
+                        ("--timeout", options.timeout_s),
+                        ("--ep", options.ep if backend_name == "onnxruntime" else None),
+                        ("--device", options.device if backend_name == "torch" else None),
+                        ("--variant", options.variant), ("--directml", options.directml),
+                        ("--directml-version", options.directml_version), ("--adapter", options.adapter),
+                        ("--warp", options.warp), ("--session-config", options.session_config),
+                        ("--program-option", options.program_options), ("--waivers", waivers_path),
+                        ("--jobs", jobs), ("--shard", shard_text), ("--suite-root", suite_root), ("-o", output)])
     claim = Claim(level, tier_name, suite_root is not None)
     parts = PackageParts(claim, environment_record(run.backend, files, command), _manifest(run, tier_name, suite_root),
                          "", command, files, waivers, waivers_raw)
@@ -173,6 +191,22 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     if shard is not None:  # a shard cannot hold the claim alone: it is good when nothing in it stands against it
         return EXIT_OK if not verdict.not_matched and not run.interrupted else EXIT_FAILED
     return EXIT_OK if verdict.certified else EXIT_FAILED
+
+
+def _program_paths(backend_name: str, options: BackendOptions, extra: tuple[Path, ...]) -> list[Path]:
+    """The files the device's software is made of, for their digests: a native harness's program and the files its
+    command names; the packaged harness or host, the DirectML.dll (and onnxruntime.dll) they load; --harness-file."""
+    from dmlconform.backends import uses_wine_programs
+    from dmlconform.directml.start import StartError, program_files
+
+    if backend_name == "native":
+        return _harness_paths(options.harness, extra)
+    if uses_wine_programs(backend_name, options):
+        try:
+            return [*program_files(backend_name == "onnxruntime", options.directml, options.directml_version), *extra]
+        except StartError as exc:
+            fail(f"--backend {backend_name}: {exc}")
+    return list(extra)
 
 
 def _harness_paths(harness: str | None, extra: tuple[Path, ...]) -> list[Path]:

@@ -14,6 +14,8 @@ import click
 from dmlconform.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    check_session_config,
+    directml_options,
     fail,
     load_cases,
     make_console,
@@ -63,10 +65,12 @@ def parse_backends(text: str) -> list[tuple[str, str, str | None]]:
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the crosscheck as JSON here.")
 @click.option("--show", "shown", default=25, show_default=True, type=click.IntRange(0),
               help="Cases that are not 'all agree' printed in full.")
+@directml_options
 @suite_limit_option
 def crosscheck(paths: tuple[Path, ...], backends_text: str, expression: str | None, device: str, ep: str,
-               harness: str | None, timeout_s: float, json_path: Path | None, shown: int,
-               suite_limits: SuiteLimits) -> None:
+               harness: str | None, timeout_s: float, json_path: Path | None, shown: int, directml: str | None,
+               directml_version: str | None, adapter: str | None, warp: bool, session_config: tuple[str, ...],
+               program_options: tuple[str, ...], suite_limits: SuiteLimits) -> None:
     """Run each case on every backend and, where they disagree, say whether a backend or the golden is wrong.
 
     Verdicts per case: "all agree"; "backend X differs" (X does not match the golden, at least one backend
@@ -82,7 +86,9 @@ def crosscheck(paths: tuple[Path, ...], backends_text: str, expression: str | No
         specs = parse_backends(backends_text)
     except ValueError as exc:
         fail(str(exc))
-    base = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, device=device)
+    base = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, device=device, directml=directml,
+                          directml_version=directml_version, adapter=adapter, warp=warp,
+                          session_config=check_session_config(session_config), program_options=program_options)
     cases = load_cases(paths, expression, limits=suite_limits)
     backends = []
     try:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail
+from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, check_session_config, directml_options, fail
 
 if TYPE_CHECKING:
     from dmlconform.backends.base import BackendOptions
@@ -32,7 +32,7 @@ PROBLEMS_SHOWN = 100
               help="Spot-check: run N cases picked at random again on --backend (your own unit of the device) and "
                    "compare what they come to with the package.")
 @click.option("--seed", type=click.IntRange(0), help="Seed of the --rerun sample (printed; default: a random one).")
-@click.option("--backend", "backend_name", help="Backend for --rerun (native, onnxruntime, torch, numpy).")
+@click.option("--backend", "backend_name", help="Backend for --rerun (directml, native, onnxruntime, torch, numpy).")
 @click.option("--harness", metavar="'CMD ARGS'", help="Native harness command line (--rerun on native).")
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=click.FloatRange(0.001),
               help="Seconds one re-run case may take.")
@@ -43,9 +43,11 @@ PROBLEMS_SHOWN = 100
 @click.option("--all", "show_all", is_flag=True, help=f"List every problem (default: the first {PROBLEMS_SHOWN}).")
 @click.option("--suite-root", type=click.Path(path_type=Path, file_okay=False, exists=True), hidden=True,
               help="Testing only: this folder stands in for the bundled suites.")
+@directml_options
 def verify(package: Path, granted_path: Path | None, digest: str | None, rerun_count: int | None, seed: int | None,
            backend_name: str | None, harness: str | None, timeout_s: float, ep: str, device: str, variant: str | None,
-           show_all: bool, suite_root: Path | None) -> None:
+           show_all: bool, suite_root: Path | None, directml: str | None, directml_version: str | None,
+           adapter: str | None, warp: bool, session_config: tuple[str, ...], program_options: tuple[str, ...]) -> None:
     """Check a certification package: files, suite, every case re-judged from its outputs, waivers, shards.
 
     Exit status: 0 the package is valid and its claim holds; 1 valid, the claim does not hold; 2 unusable input
@@ -79,7 +81,10 @@ def verify(package: Path, granted_path: Path | None, digest: str | None, rerun_c
     if chosen and verification.worst() in (None, ProblemKind.CLAIM):
         assert backend_name is not None
         _spot_check(verification, shipped, backend_name,
-                    BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device),
+                    BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device,
+                                   directml=directml, directml_version=directml_version, adapter=adapter, warp=warp,
+                                   session_config=check_session_config(session_config),
+                                   program_options=program_options),
                     chosen, seed, opened)
     _report(package, verification.problems, show_all)
     sys.exit(_summary(package, opened, verification))

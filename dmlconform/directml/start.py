@@ -105,6 +105,18 @@ def harness_start(directml: str | None, version: str | None, device: Device, log
     return ProgramStart(program, started, choice, None, _facts(program, choice, started, None))
 
 
+def program_files(host: bool, directml: str | None, version: str | None,
+                  environ: Mapping[str, str] | None = None) -> list[Path]:
+    """The files a run on the packaged harness (or, with `host`, the ONNX Runtime host) is made of: the program, the
+    DirectML.dll it loads, and the host's onnxruntime.dll; for a certification package's digests."""
+    choice = _choose(directml, version, environ)
+    try:
+        program = program_build(environ).path(HOST if host else HARNESS)
+    except RuntimeError as exc:
+        raise StartError(str(exc)) from None
+    return [program, choice.dll, *([_onnxruntime_for(choice)[0]] if host else [])]
+
+
 def _onnxruntime_for(choice: DirectMLChoice) -> tuple[Path, str]:
     """The onnxruntime.dll to pair with the chosen DirectML.dll, and its onnxruntime-directml version ("" unknown)."""
     if choice.release is not None and choice.release.onnxruntime_dll is not None:

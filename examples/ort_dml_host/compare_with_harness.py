@@ -3,14 +3,14 @@
     python examples/ort_dml_host/compare_with_harness.py ORT.json HARNESS.json [--by-rank] [--notes]
 
 ORT.json: `dmlconform run --backend onnxruntime --ep dml ... --artifacts DIR --artifacts-all`; HARNESS.json: the
-same suites through examples/dml_harness, also with --artifacts-all. Prints a markdown table per operator and data
-type (per rank too with --by-rank): the valid cases, how many graphs the EP took whole, refused (NOT_SUPPORTED: a
-node left to the CPU) or failed on (ERROR, CRASH, TIMEOUT), how the outputs of those it ran compare with the
-reference (PASS/FAIL as judged) and with the harness's outputs bit for bit: identical; following another candidate
-of an undocumented behaviour (the graph and DirectML read it differently: both match the golden's candidates); or,
-reading it alike, differing by at most so many ULP (float sums in another order). --notes lists the distinct
-refusal and failure messages with their counts. Cases the backend refuses as invalid (INVALID_OK) are counted apart:
-they never reach the EP.
+same suites through the DirectML harness (`--backend directml`), also with --artifacts-all. Prints a markdown table
+per operator and data type (per rank too with --by-rank): the valid cases, how many graphs the EP took whole,
+refused (NOT_SUPPORTED: a node left to the CPU) or failed on (ERROR, CRASH, TIMEOUT), how the outputs of those it
+ran compare with the reference (PASS/FAIL as judged) and with the harness's outputs bit for bit: identical;
+following another candidate of an undocumented behaviour (the graph and DirectML read it differently: both match the
+golden's candidates); or, reading it alike, differing by at most so many ULP (float sums in another order). --notes
+lists the distinct refusal and failure messages with their counts. Cases the backend refuses as invalid (INVALID_OK)
+are counted apart: they never reach the EP.
 """
 
 from __future__ import annotations

@@ -4,18 +4,26 @@ For a few pooling set-ups it sends the same description with gradient widths fro
 size + 2 and prints DirectML's answer for each (ok / refused), next to the pooled size
 (in + start + end - ((window - 1) * dilation + 1)) // stride + 1.
 
-  python examples/dml_harness/investigate/maxpool_gradient_sizes.py --harness "examples/dml_harness/run_under_wine.sh"
+It speaks the frame protocol (docs/native-harness.md) to the DirectML harness this package carries, started as
+`dmlconform run --backend directml` starts it (under Wine off Windows: the package's prefix and its X display, the
+Vulkan driver `--adapter` names), or to a harness command of one's own (`--harness "CMD ARGS"`):
+
+  python examples/dml_harness/investigate/maxpool_gradient_sizes.py [--adapter lavapipe|nvidia|N]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import subprocess
+import sys
 
 import numpy as np
 
 from dmlconform import harness_protocol as protocol
+from dmlconform.directml.start import Device, StartError, harness_start
+from dmlconform.directml.wine import WineUnavailable
 
 SETUPS = [  # (input width, window, stride, dilation, start pad, end pad)
     (4, 2, 1, 1, 0, 0), (5, 2, 1, 2, 0, 0), (7, 3, 2, 1, 1, 1), (2, 1, 2, 1, 0, 0),
@@ -24,10 +32,31 @@ SETUPS = [  # (input width, window, stride, dilation, start pad, end pad)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--harness", required=True)
+    parser.add_argument("--adapter", default="lavapipe", metavar="N|DRIVER",
+                        help="the device, as `dmlconform run --adapter` takes it (default: lavapipe)")
+    parser.add_argument("--directml", metavar="PATH", help="DirectML.dll (default: as `dmlconform run` chooses)")
+    parser.add_argument("--directml-version", metavar="V", help="a fetched onnxruntime-directml release's DLL")
+    parser.add_argument("--harness", metavar="'CMD ARGS'", help="a harness command of one's own instead")
     args = parser.parse_args()
-    process = subprocess.Popen(shlex.split(args.harness), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
+    probe(*harness(args))
+
+
+def harness(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    """The harness's argv and environment."""
+    if args.harness:
+        return shlex.split(args.harness), dict(os.environ)
+    try:
+        start = harness_start(args.directml, args.directml_version, Device.parse(args.adapter),
+                              lambda line: print(line, file=sys.stderr))
+    except (StartError, WineUnavailable) as exc:  # one line naming what is missing and its fix
+        raise SystemExit(f"the DirectML harness cannot start: {exc}") from None
+    # Under Wine: the prefix, its X display, the Vulkan driver (as `dmlconform run --backend directml` starts it).
+    return list(start.launch.argv), {**os.environ, **start.launch.environment}
+
+
+def probe(argv: list[str], environment: dict[str, str]) -> None:
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               env=environment)
     assert process.stdin is not None and process.stdout is not None
 
     def exchange(header: dict, payload: bytes = b"") -> dict:

@@ -6,18 +6,24 @@ between them is never read), with dY = 1, 2, 3, … so that each window's pick c
 prints the windows where DirectML's pick differs from the reference's, and checks the model: a running maximum that
 starts at −FLT_MAX on the window's first tap and moves on a strict `>` (so −∞, −FLT_MAX and NaN never move it).
 
-  python examples/dml_harness/investigate/maxpool_lowest_windows.py "examples/dml_harness/run_under_wine.sh"
+It runs the DirectML harness this package carries (the `directml` backend: under Wine off Windows, on the Vulkan
+driver `--adapter` names), as `dmlconform run --backend directml` does:
+
+  python examples/dml_harness/investigate/maxpool_lowest_windows.py                     # lavapipe
+  python examples/dml_harness/investigate/maxpool_lowest_windows.py --adapter nvidia    # results/*-h100.txt
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from dmlconform.backends.native import NativeBackend
+from dmlconform.backends import create_backend
+from dmlconform.backends.base import Backend, BackendOptions
 from dmlconform.case import Case
 from dmlconform.dtypes import DataType
 from dmlconform.ops import find_operator
@@ -38,7 +44,7 @@ def model_pick(values: list[np.float32]) -> int:
     return pick
 
 
-def probe(backend: NativeBackend, axis: str, taps: int, dilation: int) -> tuple[int, int, int]:
+def probe(backend: Backend, axis: str, taps: int, dilation: int) -> tuple[int, int, int]:
     """(windows, where DirectML differs from the reference, where it differs from the model)."""
     windows = [w for w in itertools.product(VALUES, repeat=taps) if "-inf" in w or "nan" in w]
     extent = (taps - 1) * dilation + 1
@@ -78,8 +84,22 @@ def probe(backend: NativeBackend, axis: str, taps: int, dilation: int) -> tuple[
     return len(windows), off_reference, off_model
 
 
+def directml_backend(args: argparse.Namespace) -> Backend:
+    """The packaged DirectML harness on the device and DirectML.dll the options name (the `directml` backend)."""
+    try:
+        return create_backend("directml", BackendOptions(adapter=args.adapter, directml=args.directml,
+                                                         directml_version=args.directml_version, timeout_s=120))
+    except RuntimeError as exc:  # one line naming what is missing and its fix (`dmlconform doctor` lists them all)
+        raise SystemExit(f"the DirectML harness cannot start: {exc}") from None
+
+
 def main() -> int:
-    backend = NativeBackend(sys.argv[1] if len(sys.argv) > 1 else "examples/dml_harness/run_under_wine.sh", 120)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--adapter", default="lavapipe", metavar="N|DRIVER",
+                        help="the device, as `dmlconform run --adapter` takes it (default: lavapipe)")
+    parser.add_argument("--directml", metavar="PATH", help="DirectML.dll (default: as `dmlconform run` chooses)")
+    parser.add_argument("--directml-version", metavar="V", help="a fetched onnxruntime-directml release's DLL")
+    backend = directml_backend(parser.parse_args())
     totals = [0, 0, 0]
     try:
         for axis in ("W", "H"):

@@ -13,7 +13,10 @@ For each it prints the largest ULP distance to DirectML's output per case (weigh
 float64, rounded once to float32, as the reference does; the offsets convention is the one the
 case's expected output or matching candidate uses).
 
-  python examples/dml_harness/investigate/resample_linear.py --harness "examples/dml_harness/run_under_wine.sh"
+It runs the DirectML harness this package carries (the `directml` backend: under Wine off Windows, on the Vulkan
+driver `--adapter` names), as `dmlconform run --backend directml` does:
+
+  python examples/dml_harness/investigate/resample_linear.py [--adapter lavapipe|nvidia|N]
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 import dmlconform.ops.resample_grad1 as rg
-from dmlconform.backends.native import NativeBackend
+from dmlconform.backends import create_backend
+from dmlconform.backends.base import BackendOptions
 from dmlconform.suite.loader import discover, load_suite
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -59,14 +63,21 @@ def ulps(a: np.ndarray, b: np.ndarray) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--harness", required=True)
+    parser.add_argument("--adapter", default="lavapipe", metavar="N|DRIVER",
+                        help="the device, as `dmlconform run --adapter` takes it (default: lavapipe)")
+    parser.add_argument("--directml", metavar="PATH", help="DirectML.dll (default: as `dmlconform run` chooses)")
+    parser.add_argument("--directml-version", metavar="V", help="a fetched onnxruntime-directml release's DLL")
     args = parser.parse_args()
     cases = []
     for file, root in discover([ROOT / "test_vectors" / "resample_grad1"]):
         cases += [c for c in load_suite(file, root)[0]
                   if not c.expect_invalid and c.dtype.name == "FLOAT32"
                   and c.description.params["InterpolationMode"] == "LINEAR"]
-    backend = NativeBackend(args.harness, timeout_s=120)
+    try:
+        backend = create_backend("directml", BackendOptions(adapter=args.adapter, directml=args.directml,
+                                                            directml_version=args.directml_version, timeout_s=120))
+    except RuntimeError as exc:  # one line naming what is missing and its fix (`dmlconform doctor` lists them all)
+        raise SystemExit(f"the DirectML harness cannot start: {exc}") from None
     kinds = ("divide", "reciprocal", "fma-recip", "exact")
     print(f"{'case':62} " + " ".join(f"{k:>10}" for k in kinds))
     worst = dict.fromkeys(kinds, 0)

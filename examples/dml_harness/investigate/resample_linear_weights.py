@@ -9,11 +9,16 @@ x = (o − OPO)/S − IPO (offsets as DirectML names them, `swapped`) in units o
 the reference allows γ_7(u)·A (dmlconform/ops/_resample_coordinates.py), and 0 where every modelled order gives the
 same float32 value and the real value is a float32 value.
 
-  python examples/dml_harness/investigate/resample_linear_weights.py examples/dml_harness/run_under_wine.sh
+It runs the DirectML harness this package carries (the `directml` backend: under Wine off Windows, on the Vulkan
+driver `--adapter` names), as `dmlconform run --backend directml` does:
+
+  python examples/dml_harness/investigate/resample_linear_weights.py                    # lavapipe
+  python examples/dml_harness/investigate/resample_linear_weights.py --adapter nvidia   # results/*-h100.txt
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import Counter
 from fractions import Fraction
@@ -21,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dmlconform.backends.native import NativeBackend
+from dmlconform.backends import create_backend
+from dmlconform.backends.base import Backend, BackendOptions
 from dmlconform.case import Case
 from dmlconform.dtypes import DataType
 from dmlconform.generation.tier_files import ensure_full_tier
@@ -86,7 +92,7 @@ def deviations(rows: np.ndarray, n_in: int, scale: float, ipo: float, opo: float
     return out
 
 
-def nearest_surprises(backend: NativeBackend, axis: tuple[int, int, float, float, float]) -> Counter[str]:
+def nearest_surprises(backend: Backend, axis: tuple[int, int, float, float, float]) -> Counter[str]:
     """NEAREST_NEIGHBOR on the same axis, both rounding directions: at coordinates the reference holds exact and
     whole (where a coordinate one ULP off would change the pick), how often DirectML picks another input."""
     n_in, n_out, scale, ipo, opo = axis
@@ -109,9 +115,24 @@ def nearest_surprises(backend: NativeBackend, axis: tuple[int, int, float, float
     return found
 
 
+def directml_backend(args: argparse.Namespace) -> Backend:
+    """The packaged DirectML harness on the device and DirectML.dll the options name (the `directml` backend)."""
+    try:
+        return create_backend("directml", BackendOptions(adapter=args.adapter, directml=args.directml,
+                                                         directml_version=args.directml_version, timeout_s=120))
+    except RuntimeError as exc:  # one line naming what is missing and its fix (`dmlconform doctor` lists them all)
+        raise SystemExit(f"the DirectML harness cannot start: {exc}") from None
+
+
 def main() -> int:
-    backend = NativeBackend(sys.argv[1] if len(sys.argv) > 1 else "examples/dml_harness/run_under_wine.sh", 120)
-    axes = full_tier_axes()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--adapter", default="lavapipe", metavar="N|DRIVER",
+                        help="the device, as `dmlconform run --adapter` takes it (default: lavapipe)")
+    parser.add_argument("--directml", metavar="PATH", help="DirectML.dll (default: as `dmlconform run` chooses)")
+    parser.add_argument("--directml-version", metavar="V", help="a fetched onnxruntime-directml release's DLL")
+    args = parser.parse_args()
+    axes = full_tier_axes()  # before the harness starts: the full tier is generated on first use
+    backend = directml_backend(args)
     beyond = 0
     exact_kept: Counter[str] = Counter()  # coordinates the reference holds exact: how many DirectML gave exactly
     histogram: Counter[int] = Counter()
