@@ -30,8 +30,15 @@ from tests.directml.pe_files import (
 )
 from tests.properties import PROPERTIES
 
-REAL_DIRECTML = [Path("/opt/dmlconform-wine/DirectML.dll"),
-                 Path(__file__).resolve().parents[2] / "examples/dml_harness/build/DirectML.dll"]
+
+def _real_directml() -> list[Path]:
+    """The DirectML.dll of `dmlconform fetch directml` (the default release), if the cache holds it."""
+    from dmlconform.directml.library import DEFAULT_VERSION, cache_root
+
+    return [cache_root() / "directml" / DEFAULT_VERSION / "DirectML.dll"]
+
+
+REAL_DIRECTML = _real_directml()
 FETCH_HINT = "as in the win_amd64 onnxruntime-directml wheel: dmlconform fetch directml"
 
 

@@ -342,15 +342,15 @@ def directml_report(request: pytest.FixtureRequest) -> Path:
     given = request.config.getoption("--directml-report")
     if given is None:
         pytest.skip("checks the DirectML run of .ci/run: --directml-report FILE, FILE from "
-                    "examples/dml_harness/run_suites.sh --tier smoke --json FILE")
+                    "dmlconform run --backend directml --adapter lavapipe --tier smoke --json FILE")
     return Path(given)
 
 
 @pytest.mark.directml_report
 def test_bundled_cases_on_directml(directml_report: Path) -> None:
-    """On the result of .ci/run's DirectML step (examples/dml_harness/run_suites.sh --tier smoke --json FILE), given
-    with --directml-report FILE: the same DirectML run is not paid for twice (it takes minutes). The harness that
-    run used is built and started as the tests above build and start theirs."""
+    """On the result of .ci/run's DirectML step (`dmlconform run --backend directml --adapter lavapipe --tier smoke
+    --json FILE` from the installed wheel), given with --directml-report FILE: the same DirectML run is not paid for
+    twice. That run's harness is the wheel's, built by the same windows/build.py as the tests above build theirs."""
     check_bundled_cases_on_directml(directml_report)
 
 
