@@ -23,7 +23,7 @@ W=/usr/lib/x86_64-linux-gnu/wine
 log() { echo "pack.sh: $*" >&2; }
 command -v dmlconform >/dev/null || { log "activate the project's venv first"; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-rm -rf "$out/whl" "$out"/*.deb "$out/cache.tar"; mkdir -p "$out/whl"
+rm -rf "$out/whl" "$out"/*.deb "$out"/cache.tar*; mkdir -p "$out/whl"
 
 log "1/6 the wheel, from the sdist (the package's own build cross-compiles the Windows programs)"
 python3 -m pip install -q build
@@ -35,19 +35,32 @@ dml() { "$work/venv/bin/dmlconform" "$@"; }
 log "2/6 DirectML releases into a cache of the bundle's own"
 export DMLCONFORM_CACHE="$work/cache"
 dml fetch directml "${versions[@]}" >/dev/null
-tar -C "$work/cache" -cf "$out/cache.tar" directml
+# One archive per release (~10-20 MB each): a call to a machine that carries little can take them one at a time.
+for release in "$work"/cache/directml/*/; do
+    tar -C "$work/cache" -cf - "directml/$(basename "$release")" | xz -T0 -6 > "$out/cache-$(basename "$release").tar.xz"
+done
 
 log "3/6 loader packages"
 (cd "$out" && apt-get download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 >/dev/null)
 
 log "4/6 the Windows modules the programs load (WINEDEBUG=+loaddll), from a prefix the package makes"
 export DMLCONFORM_WINE_PREFIX="$work/prefix"
-(cd "$work" && WINEDEBUG=+loaddll dml run "$root/test_vectors/seed" --backend directml --adapter lavapipe \
-    >/dev/null 2>"$work/loaddll.log") || true
-(cd "$work" && WINEDEBUG=+loaddll dml run "$root/test_vectors/seed" -k relu --backend onnxruntime --ep dml \
-    --adapter lavapipe --timeout 300 >/dev/null 2>>"$work/loaddll.log") || true
-# The harness's stderr reaches the runner's log only in its last lines: read the modules from the prefix's own record
-# of what was loaded instead when the log is short.
+# The runner keeps only the last lines of a harness's stderr: the programs start through a wrapper that sends theirs,
+# Wine's module log with it, to a file. Their command lines are the package's own (directml/start.py).
+command_of() {
+    cd "$work" && WINEDEBUG=+loaddll "$work/venv/bin/python" -c "import sys; from dmlconform.directml.start import Device, \
+harness_start, host_start; d = Device.parse('lavapipe'); log = lambda line: print(line, file=sys.stderr); \
+s = harness_start(None, None, d, log) if sys.argv[1] == 'harness' else host_start('dml', None, None, d, log); \
+print(s.launch.command_line())" "$1"
+}
+for program in harness host; do
+    printf '#!/bin/bash\nexec %s "$@" 2>>%s\n' "$(command_of $program)" "$work/loaddll.log" > "$work/$program.sh"
+    cd "$root"
+    chmod +x "$work/$program.sh"
+done
+(cd "$work" && dml run "$root/test_vectors/seed" --backend native --harness "$work/harness.sh" >/dev/null 2>&1) || true
+(cd "$work" && dml run "$root/test_vectors/seed" -k relu --backend onnxruntime --ep dml --harness "$work/host.sh" \
+    --timeout 300 >/dev/null 2>&1) || true
 grep -qi 'directml.dll' "$work/loaddll.log" || { log "the harness did not load DirectML.dll under Wine"; exit 1; }
 grep -qi 'onnxruntime.dll' "$work/loaddll.log" || { log "the ONNX Runtime host did not load onnxruntime.dll"; exit 1; }
 grep -o 'Loaded L"[^"]*"' "$work/loaddll.log" | sed 's/Loaded L"//; s/"$//; s/\\\\/\//g' |
@@ -97,7 +110,7 @@ gcc -O1 -o "$out/vkcheck" "$here/vkcheck.c" -ldl
     echo "vkd3d: 1.6 (Wine 8.0's bundled copy: libs/vkd3d/config.h PACKAGE_VERSION of Debian's wine 8.0~repack-4)"
     echo "wheel: $(basename "$out"/whl/dmlconform-*.whl) sha256 $(sha256sum "$out"/whl/dmlconform-*.whl | cut -d' ' -f1)"
     for r in "$work"/cache/directml/*/release.json; do
-        echo "directml: $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(f"onnxruntime-directml {r["package_version"]}: DirectML.dll {r["directml_version"]} sha256 {r["files"]["DirectML.dll"]}")' "$r")"
+        echo "directml: $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("onnxruntime-directml", r["package_version"] + ": DirectML.dll", r["directml_version"], "sha256", r["files"]["DirectML.dll"])' "$r")"
     done
     echo "xvfb: $(dpkg-query -W -f='${Version}' xvfb)"
 } > "$out/PACKED.txt"

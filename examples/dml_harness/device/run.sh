@@ -25,12 +25,23 @@ if [ ! -f /opt/wineprefix/.unpacked ]; then
     mkdir -p /opt/wlibs-active /opt/dmlconform-cache
     # Only the libraries this machine lacks: its own (newer) ones stay in charge.
     for l in /opt/wlibs/*; do s=$(basename "$l"); ldconfig -p | grep -q " $s " || cp "$l" /opt/wlibs-active/; done
-    tar -C /opt/dmlconform-cache -xf "$bundle/cache.tar"
-    # The wheel as a user installs it, its dependencies the machine's own (nothing can be fetched there).
-    python3 -m venv --system-site-packages "$venv"
-    "$venv/bin/pip" install -q --no-index --no-deps "$bundle"/whl/dmlconform-*.whl
     touch /opt/wineprefix/.unpacked
 fi
+if [ ! -x "$venv/bin/dmlconform" ]; then
+    # The wheel as a user installs it, its dependencies the machine's own (nothing can be fetched there): the
+    # machine's python3 may itself be a virtual environment, whose packages --system-site-packages would not see, so
+    # its site folders are added by a .pth file.
+    python3 -m venv "$venv"
+    python3 -c 'import sys; print("\n".join(p for p in sys.path if p.endswith("-packages")))' \
+        > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine-packages.pth"
+    "$venv/bin/pip" install -q --no-index --no-deps "$bundle"/whl/dmlconform-*.whl
+fi
+# DirectML releases, one archive each; a later call may bring more.
+for archive in "$bundle"/cache-*.tar.xz; do
+    [ -f "$archive" ] || continue
+    mark=/opt/dmlconform-cache/.$(basename "$archive").unpacked
+    [ -f "$mark" ] || { tar -C /opt/dmlconform-cache -xJf "$archive" && touch "$mark"; }
+done
 export LD_LIBRARY_PATH=/opt/wlibs-active${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH="$venv/bin:$PATH" WINE=/usr/lib/wine/wine64 DMLCONFORM_WINE_PREFIX=/opt/wineprefix
 export DMLCONFORM_CACHE=/opt/dmlconform-cache
@@ -48,8 +59,8 @@ for c in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/
     echo "vulkan driver manifest: $icd"
     VK_ICD_FILENAMES=$icd VK_DRIVER_FILES=$icd "$bundle/vkcheck" 2>&1 | sed 's/^/vkcheck: /'
     sed 's/^/packed: /' "$bundle/PACKED.txt"
-    echo "python: $(python3 --version 2>&1), numpy $(python3 -c 'import numpy; print(numpy.__version__)')"
-    echo "dmlconform: $("$venv/bin/dmlconform" --version) from $("$venv/bin/python" -c 'import dmlconform; print(dmlconform.__file__)')"
+    echo "python: $("$venv/bin/python" --version 2>&1), numpy $(cd / && "$venv/bin/python" -c 'import numpy; print(numpy.__version__)')"
+    echo "dmlconform: $("$venv/bin/dmlconform" --version) from $(cd / && "$venv/bin/python" -c 'import dmlconform; print(dmlconform.__file__)')"
 } > "${STACK_FILE:-/dev/stderr}"
 
 if [ "${1:-}" = "--exec" ]; then
