@@ -9,7 +9,8 @@ the DirectML and CUDA paths without the hardware.
 Where the graphs run is a SessionRunner: onnxruntime in this process (InProcessRunner), or an ONNX model host, a
 process with another ONNX Runtime (ort_host.HostRunner). On Linux, where no onnxruntime-directml exists, `--ep dml`
 uses the ONNX Runtime host the wheel carries (onnxruntime-directml's onnxruntime.dll under Wine); `--harness CMD`
-names a host of one's own for any --ep. On Windows `--ep dml` runs onnxruntime-directml in this process (that path is not exercised here).
+names a host of one's own for any --ep. On Windows `--ep dml` runs onnxruntime-directml in this process (that path is
+not exercised here).
 
 Each operator may have several constructions (onnx_graphs.CONSTRUCTIONS): the provider's preferred one is built.
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -405,6 +406,10 @@ def launch(program: Path, arguments: list[str], dll_paths: dict[str, Path], vulk
                                   "the adapter's index (--adapter N) or --warp")
         dll_args = [a for option, path in dll_paths.items() for a in (option, str(path))]
         return Launch((str(program), *dll_args, *arguments), {})
+    machine = platform.machine().lower()
+    if machine not in ("x86_64", "amd64"):
+        raise WineUnavailable(f"the Windows programs are x86-64 and this machine is {machine or 'unknown'}: Wine runs "
+                              "them on x86-64 Linux only (DirectML itself: Windows, or an x86-64 Linux machine)")
     wine = find_wine(env)
     prefix = wine_prefix(wine, env)
     ensure_prefix(wine, prefix, log)

@@ -156,6 +156,13 @@ def test_the_command_line_runs_the_program_under_wine_with_its_dlls_as_wine_path
     assert started.command_line().startswith("env DISPLAY=:77 VKD3D_DEBUG=err ")
 
 
+def test_a_machine_that_is_not_x86_64_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wine, "needs_wine", lambda: True)
+    monkeypatch.setattr(wine.platform, "machine", lambda: "aarch64")
+    with pytest.raises(wine.WineUnavailable, match="the Windows programs are x86-64 and this machine is aarch64"):
+        wine.launch(Path("/p/dml_harness.exe"), [], {}, None, lambda line: None, {})
+
+
 def test_no_display_and_no_xvfb_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(wine.shutil, "which", lambda name, path=None: None)
     monkeypatch.delenv("DISPLAY", raising=False)
