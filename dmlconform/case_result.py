@@ -119,6 +119,11 @@ class CaseResult:
     artifacts: dict[str, str] = field(default_factory=dict)
     #: Certification: the waiver this case's failure is covered by (status WAIVED).
     waiver: AppliedWaiver | None = None
+    #: SHA-256 of every output the backend returned, in the operator's output order (name, NumPy data type name,
+    #: shape, then the C-order little-endian bytes: dmlconform.output_digest.output_sha256 defines it exactly); with
+    #: repeats, the first run's. None where the backend returned no outputs (a refusal, a crash), or in results
+    #: written before it. Equal digests are bit-identical outputs, so runs can be compared without the tensors.
+    output_sha256: str | None = None
     #: What the backend returned, carried from the worker to the parent only while artifacts are being kept;
     #: never written to a result.
     actual_outputs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

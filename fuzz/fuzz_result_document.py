@@ -1,7 +1,7 @@
 """Result documents (`dmlconform-result/v1`): `read_document`, as `merge`, `diff`, `show`, `report` and `repro` read
 them, then everything those commands do with what it returns: the console report, JUnit, HTML with a diff, the
-diff's console and JSON forms, a merge, `coverage RESULT.json` over the seed suite, and the document written
-again.
+diff's console and JSON forms, a merge, `coverage RESULT.json` over the seed suite, a DirectML version matrix of
+it against itself (`matrix --reuse` reads kept results back), and the document written again.
 
 Contract: a one-line ResultsError, or a run that every consumer handles without raising, whose document, written
 again, reads back; memory within the bound of the input's size (a result declares no tensors).
@@ -22,10 +22,12 @@ from dmlconform.report.diff import diff_document, render_diff
 from dmlconform.report.html import render_html
 from dmlconform.report.json_report import dumps
 from dmlconform.report.junit import junit_bytes
+from dmlconform.report.matrix import matrix_markdown, render_matrix
 from dmlconform.results import ResultsError
 from dmlconform.results.coverage import coverage
 from dmlconform.results.diff import diff_runs
 from dmlconform.results.document import from_document, read_document, to_document
+from dmlconform.results.matrix import Matrix, MatrixRow, RowState, compare_rows, matrix_document
 from dmlconform.results.merge import merge_results
 from dmlconform.run_result import RunResult
 from dmlconform.suite.loader import load_paths
@@ -45,6 +47,12 @@ def consume(run: RunResult, name: str) -> None:
     covered = coverage(seed_cases(), run)
     render_coverage(covered, console)
     json.dumps(coverage_json(covered, None))
+    rows = [MatrixRow("1.1", RowState.RAN, "1.1.0.0", "a" * 64, run=run),
+            MatrixRow("1.0", RowState.RAN, "1.0.0.0", "b" * 64, run=run)]
+    table = Matrix(rows, compare_rows(rows), {"tier": "standard"})
+    render_matrix(table, console)
+    matrix_markdown(table)
+    json.dumps(matrix_document(table))
     try:
         merge_results([(scratch() / name, run)])
     except ResultsError as exc:

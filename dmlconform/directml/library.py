@@ -428,7 +428,7 @@ def _extract(wheel: Path, staging: Path, requirement: str) -> dict[str, str]:
             for name in RELEASE_FILES:
                 member = f"{WHEEL_FOLDER}/{name}"
                 try:
-                    info = archive.getinfo(member)
+                    info = archive.getinfo(_member_path(archive, member))
                 except KeyError:
                     if name == DIRECTML_DLL:
                         raise FetchError(f"{wheel.name}: has no {member}, so it is not a DirectML build of "
@@ -444,6 +444,15 @@ def _extract(wheel: Path, staging: Path, requirement: str) -> dict[str, str]:
     except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError, RuntimeError) as error:
         raise FetchError(corrupt.format(error)) from None
     return files
+
+
+def _member_path(archive: zipfile.ZipFile, member: str) -> str:
+    """Where the wheel keeps `member`: at its root, or (releases 1.9.0-1.11.1) under its .data/purelib folder."""
+    if member in archive.NameToInfo:
+        return member
+    kept = [name for name in archive.NameToInfo
+            if name.endswith(f".data/purelib/{member}") and name.count("/") == member.count("/") + 2]
+    return kept[0] if len(kept) == 1 else member
 
 
 def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, destination: Path, wheel: str) -> str:

@@ -386,7 +386,9 @@ def _wine_environment(prefix: Path, driver: VulkanDriver | None, environ: Mappin
     given = os.environ if environ is None else environ
     env = {"WINEPREFIX": str(prefix), "WINEARCH": "win64",
            "WINEDEBUG": given.get("WINEDEBUG", "-all"),
-           "WINEDLLOVERRIDES": given.get("WINEDLLOVERRIDES", "mscoree,mshtml=;winemenubuilder.exe=d"),
+           # winedbg off: a program that crashes (a DirectML.dll that faults while loading) then ends, instead of
+           # waiting in Wine's debugger for the handshake to time out and staying behind.
+           "WINEDLLOVERRIDES": given.get("WINEDLLOVERRIDES", "mscoree,mshtml=;winemenubuilder.exe,winedbg.exe=d"),
            # vkd3d's own errors only, so a dropped dispatch still shows on stderr.
            "VKD3D_DEBUG": given.get("VKD3D_DEBUG", "err"),
            "VKD3D_SHADER_DEBUG": given.get("VKD3D_SHADER_DEBUG", "err")}

@@ -1,10 +1,11 @@
 """The JSON result document, format dmlconform-result/v1 (contract §7), both ways.
 
 Fields beyond the contract's are additions (v1 readers ignore them): per case `index`, `attempts`,
-`baseline`, `expectation`, `moved`, `closeness`, `ulp_histogram`, `artifacts`, `waiver`; at the top level
-`suite`, `shard`, `settings`, `expectations`, `interrupted`, `resumed`, `shards`, `missing_shards`,
-`determinism`; per level `waived`. Files written before an addition read back with its default (`closeness`
-None, no histogram, no artifacts, no waiver).
+`baseline`, `expectation`, `moved`, `closeness`, `ulp_histogram`, `artifacts`, `waiver`, `output_sha256` (what
+the backend returned, as dmlconform.output_digest defines it); at the top level `suite`, `shard`, `settings`,
+`expectations`, `interrupted`, `resumed`, `shards`, `missing_shards`, `determinism`; per level `waived`. Files
+written before an addition read back with its default (`closeness` None, no histogram, no artifacts, no waiver,
+no digest).
 
 WAIVED (certification) is not one of the contract's v1 statuses: a waived case is written with the status it
 came to (FAIL, CRASH, ...) and its `waiver` beside it, and read back as WAIVED. A v1 reader sees the failure,
@@ -25,6 +26,7 @@ from dmlconform.case_result import AppliedWaiver, CaseResult, MovedElement, Stat
 from dmlconform.compare.comparator import Element
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.feature_levels import FeatureLevel
+from dmlconform.output_digest import DIGEST_PATTERN
 from dmlconform.results import ResultsError
 from dmlconform.run_result import ExpectationFile, RunResult, Shard, SuiteInfo, summary
 from dmlconform.suite.shard import MAX_SHARDS
@@ -86,6 +88,7 @@ def case_json(result: CaseResult) -> dict[str, Any]:
         "waiver": None if result.waiver is None else {"id": result.waiver.id, "reason": result.waiver.reason,
                                                       "granted_by": result.waiver.granted_by,
                                                       "date": result.waiver.date},
+        "output_sha256": result.output_sha256,
     }
 
 
@@ -334,7 +337,8 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
         index=case.count("index", True, position), attempts=tuple(attempts),
         baseline=case.status("baseline", optional=True), expectation=case.get("expectation", str, True),
         moved=moved, moved_count=case.count("moved_count", True, 0),
-        closeness=_closeness(case), ulp_histogram=histogram, artifacts=dict(artifacts), waiver=waiver)
+        closeness=_closeness(case), ulp_histogram=histogram, artifacts=dict(artifacts), waiver=waiver,
+        output_sha256=_output_sha256(case))
 
 
 def _closeness(case: _Reader) -> float | None:
@@ -344,6 +348,13 @@ def _closeness(case: _Reader) -> float | None:
     if isinstance(value, str):
         raise case.fail("closeness", f"is {value!r}, expected a number or \"inf\"")
     return None if value is None else float(value)
+
+
+def _output_sha256(case: _Reader) -> str | None:
+    value = case.get("output_sha256", str, True)
+    if value is not None and not DIGEST_PATTERN.fullmatch(value):
+        raise case.fail("output_sha256", f"is {value[:80]!r}, expected 64 lowercase hex digits")
+    return value
 
 
 #: Where two JSON values differ: keys and list positions from the top (empty: the values themselves).

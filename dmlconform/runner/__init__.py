@@ -71,6 +71,9 @@ def run_case(case: Case, backend: Backend, target: FeatureLevel, repeat: int = 1
     chosen = next((i for i, r in enumerate(judged) if not raw_status(r).matched), 0)
     result = judged[chosen]
     result.attempts = tuple(raw_status(r) for r in judged)
+    # The first run's, whichever run is reported: repeats that moved are in `moved`, and a digest that depends
+    # on which repeat failed would not compare between runs.
+    result.output_sha256 = judged[0].output_sha256
     outcome = outcomes[chosen]
     if outcome.kind is OutcomeKind.OUTPUTS and (keep_outputs is KeepOutputs.ALL or (
             keep_outputs is KeepOutputs.FAILING and raw_status(result) in (Status.FAIL, Status.ERROR))):

@@ -12,6 +12,7 @@ from dmlconform.case_result import CaseResult, Status
 from dmlconform.compare.comparator import Judgement, judge
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.ops.base import Reference
+from dmlconform.output_digest import output_sha256
 from dmlconform.ulp_histogram import merge_histograms, ulp_histogram
 
 
@@ -23,6 +24,8 @@ def judge_outcome(case: Case, outcome: Outcome, target: FeatureLevel) -> CaseRes
         evaluate(case, outcome, result)
     except Exception as exc:  # judging must not lose the case either
         result.status, result.message = Status.ERROR, f"judging failed: {type(exc).__name__}: {exc}"
+    if outcome.kind is OutcomeKind.OUTPUTS:
+        result.output_sha256 = _digest(case, outcome.outputs)
     result.required = case.required_level <= target
     if not result.required:
         # Contract §4: cases above the judged level run and are reported as not required; what they came
@@ -60,6 +63,15 @@ def evaluate(case: Case, outcome: Outcome, result: CaseResult) -> None:
         result.status, result.message = Status.ERROR, problem
         return
     _judge_answers(case, outcome.outputs, result)
+
+
+def _digest(case: Case, outputs: Tensors) -> str | None:
+    """What the backend returned, as bits; None when some output is missing or not an array (an ERROR already
+    says so), since a digest of part of the outputs would compare equal to nothing meaningful."""
+    try:
+        return output_sha256(outputs, case.op.outputs)
+    except (KeyError, TypeError):
+        return None
 
 
 def _copy_failure(outcome: Outcome, result: CaseResult) -> None:

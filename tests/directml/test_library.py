@@ -151,6 +151,14 @@ def test_a_wheel_without_the_onnxruntime_dlls_gives_a_release_without_them(cache
     assert release.providers_shared_dll is None and load_release(release.folder) == release
 
 
+def test_the_oldest_releases_keep_their_dlls_under_the_wheels_data_folder(cache: Cache) -> None:
+    """onnxruntime-directml 1.9.0-1.11.1 put onnxruntime/capi/ under onnxruntime_directml-V.data/purelib/."""
+    data = f"onnxruntime_directml-{VERSION}.data/purelib/onnxruntime/capi"
+    cache.serve(wheel({f"{data}/DirectML.dll": directml_dll(), f"{data}/onnxruntime.dll": onnxruntime_dll()}))
+    release = cache.fetch()
+    assert release.files.keys() == {"DirectML.dll", "onnxruntime.dll"} and release.directml_version == "1.15.4.0"
+
+
 def test_fetching_a_version_already_in_the_cache_does_nothing(cache: Cache) -> None:
     first = cache.fetch()
     assert cache.fetch() == first

@@ -52,7 +52,8 @@ def case_results(draw: st.DrawFn, index: int = 0) -> CaseResult:
         expectation=draw(st.none() | TEXT), moved=draw(st.lists(moved, max_size=2)), moved_count=draw(SMALL),
         closeness=draw(st.none() | st.just(math.inf) | st.floats(0, 1e300)),
         ulp_histogram=draw(st.lists(buckets, max_size=3)),
-        artifacts=draw(st.dictionaries(NAMES, TEXT, max_size=2)), waiver=waiver)
+        artifacts=draw(st.dictionaries(NAMES, TEXT, max_size=2)), waiver=waiver,
+        output_sha256=draw(st.none() | st.text("0123456789abcdef", min_size=64, max_size=64)))
 
 
 @st.composite

@@ -34,7 +34,7 @@ def full_run():
     exact_miss = result("s/e", Status.FAIL, index=4)
     exact_miss.tolerance, exact_miss.closeness = Tolerance.exact(), math.inf
     passing = result("s/a", Status.PASS)
-    passing.closeness = 0.25
+    passing.closeness, passing.output_sha256 = 0.25, "0123456789abcdef" * 4
     made = run([passing, failing, flaky, known, exact_miss], shard=Shard(2, 3), cases=10)
     made.expectations = [ExpectationFile("baseline", "fails.csv", "a" * 64)]
     made.interrupted, made.resumed = "SIGINT", 2
@@ -49,6 +49,7 @@ def test_a_written_result_reads_back_field_for_field(tmp_path: Path) -> None:
     assert again.results[2].attempts == (Status.CRASH, Status.PASS) and again.shard == Shard(2, 3)
     assert again.results[1].ulp_histogram[-1].nonfinite and again.results[1].closeness == 3.5
     assert again.results[4].closeness == math.inf and to_document(again)["cases"][4]["closeness"] == "inf"
+    assert again.results[0].output_sha256 == "0123456789abcdef" * 4 and again.results[1].output_sha256 is None
 
 
 def test_a_contract_v1_file_without_the_additions_still_reads(tmp_path: Path) -> None:
@@ -58,12 +59,13 @@ def test_a_contract_v1_file_without_the_additions_still_reads(tmp_path: Path) ->
         del data[key]
     for case in data["cases"]:
         for key in ("index", "attempts", "baseline", "expectation", "moved", "moved_count", "closeness",
-                    "ulp_histogram", "artifacts"):
+                    "ulp_histogram", "artifacts", "output_sha256"):
             del case[key]
     (tmp_path / "v1.json").write_text(json.dumps(data))
     again = read_document(tmp_path / "v1.json")
     assert [r.index for r in again.results] == [0, 1, 2, 3, 4] and again.suite is None
-    assert all(r.closeness is None and not r.ulp_histogram and not r.artifacts for r in again.results)
+    assert all(r.closeness is None and not r.ulp_histogram and not r.artifacts and r.output_sha256 is None
+               for r in again.results)
 
 
 @pytest.mark.parametrize(("change", "words"), [
@@ -92,6 +94,12 @@ def test_a_contract_v1_file_without_the_additions_still_reads(tmp_path: Path) ->
     (lambda d: d["cases"][1]["ulp_histogram"][2].update(low=0), "field ulp_histogram[2].high: is None with low 0"),
     (lambda d: d["cases"][1].update(worst_index=[0, -1]), "case s/b: field worst_index[1]: is -1, expected an index"),
     (lambda d: d["cases"][2].update(moved_count=-4), "case s/c: field moved_count: is -4, expected 0 or more"),
+    (lambda d: d["cases"][0].update(output_sha256="0123456789ABCDEF" * 4),
+     "case s/a: field output_sha256: is '0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF', expected "
+     "64 lowercase hex digits"),
+    (lambda d: d["cases"][0].update(output_sha256="abc"), "case s/a: field output_sha256: is 'abc', expected 64"),
+    (lambda d: d["cases"][0].update(output_sha256="0" * 64 + "\n"), "field output_sha256: is '" + "0" * 64 + "\\n'"),
+    (lambda d: d["cases"][0].update(output_sha256=12), "case s/a: field output_sha256: is int 12, expected str"),
 ])
 def test_unreadable_fields_are_named(tmp_path: Path, change, words: str) -> None:
     data = to_document(full_run())
