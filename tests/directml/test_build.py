@@ -4,30 +4,21 @@ wheel built without mingw-w64 carries a BUILD.json saying so, or, when the build
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.harness.wine_tools import windows_build
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _build_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("dmlconform_windows_build_test", ROOT / "windows" / "build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_no_compiler_is_one_line_with_the_install() -> None:
-    build = _build_module()
+    build = windows_build()
     with pytest.raises(build.BuildError, match=r"^no mingw-w64 C\+\+ compiler \(/nowhere/g\+\+ is not on PATH\): "
                                                r"install mingw-w64's C\+\+ compiler .*apt-get install "
                                                "g\\+\\+-mingw-w64-x86-64-win32"):
@@ -35,7 +26,7 @@ def test_no_compiler_is_one_line_with_the_install() -> None:
 
 
 def test_each_program_is_every_source_of_common_and_its_own_folder() -> None:
-    build = _build_module()
+    build = windows_build()
     for program in build.PROGRAMS:
         names = {f"{path.parent.name}/{path.name}" for path in build.sources(program)}
         assert "common/protocol.cpp" in names and "common/server.cpp" in names
@@ -51,7 +42,7 @@ while [ $# -gt 0 ]; do [ "$1" = -o ] && { printf 'MZ %s' "$FAKE_VERSION" > "$2";
 
 
 def test_the_build_cache_gives_the_same_bytes_and_a_new_compiler_compiles_again(tmp_path: Path) -> None:
-    build = _build_module()
+    build = windows_build()
     compiler = tmp_path / "g++"
     compiler.write_text(FAKE_COMPILER)
     compiler.chmod(0o755)

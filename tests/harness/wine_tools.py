@@ -28,7 +28,8 @@ def missing_wine_tools() -> str:
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _windows_build() -> ModuleType:
+def windows_build() -> ModuleType:
+    """windows/build.py, loaded by its path as hatch_build.py loads it (it is no module of the package)."""
     spec = importlib.util.spec_from_file_location("dmlconform_windows_build", ROOT / "windows" / "build.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -40,7 +41,7 @@ def _windows_build() -> ModuleType:
 def built_programs(out_dir: Path) -> Path:
     """Both Windows programs built by windows/build.py, the wheel's own build (its cache makes a second build of the
     same sources a copy), into out_dir with BUILD.json: a folder for DMLCONFORM_WINDOWS_PROGRAMS_DIR."""
-    build = _windows_build()
+    build = windows_build()
     build.build_programs(out_dir)
     return out_dir
 

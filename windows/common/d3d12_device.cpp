@@ -1,6 +1,7 @@
 // d3d12_device.cpp - the D3D12 + DirectML device the project's Windows programs share (see d3d12_device.h).
 #include "d3d12_device.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace dmlh {
@@ -37,6 +38,13 @@ const char* option_value(int argc, char** argv, int& i) {
         return nullptr;
     }
     return argv[++i];
+}
+
+bool reject_option(const std::string& argument, const char* usage) {
+    log_line("unknown option %s", argument.c_str());
+    fputs(usage, stderr);
+    fputs(kDeviceUsage, stderr);
+    return false;
 }
 
 OptionRead read_device_option(int argc, char** argv, int& i, DeviceOptions& opt) {

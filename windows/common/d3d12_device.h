@@ -66,6 +66,8 @@ enum class OptionRead { kTaken, kNotMine, kBad };
 OptionRead read_device_option(int argc, char** argv, int& i, DeviceOptions& opt);
 // The value of the option argv[i] (moving i to it), or null (logged) when the command line ends there.
 const char* option_value(int argc, char** argv, int& i);
+// An argument that is no option of the program: logged, then the program's usage and the device's; returns false.
+bool reject_option(const std::string& argument, const char* usage);
 
 // The aggregate-returning methods, called through their vtable slots with MSVC's calling convention
 // (hidden result pointer after `this`), which is what DirectML.dll and d3d12.dll implement. mingw-w64

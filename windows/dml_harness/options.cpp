@@ -42,10 +42,7 @@ bool parse_options(int argc, char** argv, Options& o) {
         } else if (a == "--verbose") {
             o.verbose = true;
         } else {
-            log_line("unknown option %s", a.c_str());
-            fputs(kUsage, stderr);
-            fputs(dmlh::kDeviceUsage, stderr);
-            return false;
+            return dmlh::reject_option(a, kUsage);
         }
     }
     return true;

@@ -20,6 +20,7 @@ import subprocess
 import sys
 
 import numpy as np
+from probe_device import add_device_arguments
 
 from dmlconform import harness_protocol as protocol
 from dmlconform.directml.start import Device, StartError, harness_start
@@ -32,10 +33,7 @@ SETUPS = [  # (input width, window, stride, dilation, start pad, end pad)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--adapter", default="lavapipe", metavar="N|DRIVER",
-                        help="the device, as `dmlconform run --adapter` takes it (default: lavapipe)")
-    parser.add_argument("--directml", metavar="PATH", help="DirectML.dll (default: as `dmlconform run` chooses)")
-    parser.add_argument("--directml-version", metavar="V", help="a fetched onnxruntime-directml release's DLL")
+    add_device_arguments(parser)
     parser.add_argument("--harness", metavar="'CMD ARGS'", help="a harness command of one's own instead")
     args = parser.parse_args()
     probe(*harness(args))

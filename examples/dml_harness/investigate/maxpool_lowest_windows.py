@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from probe_device import add_device_arguments, directml_backend
 
-from dmlconform.backends import create_backend
-from dmlconform.backends.base import Backend, BackendOptions
+from dmlconform.backends.base import Backend
 from dmlconform.case import Case
 from dmlconform.dtypes import DataType
 from dmlconform.ops import find_operator
@@ -84,21 +84,9 @@ def probe(backend: Backend, axis: str, taps: int, dilation: int) -> tuple[int, i
     return len(windows), off_reference, off_model
 
 
-def directml_backend(args: argparse.Namespace) -> Backend:
-    """The packaged DirectML harness on the device and DirectML.dll the options name (the `directml` backend)."""
-    try:
-        return create_backend("directml", BackendOptions(adapter=args.adapter, directml=args.directml,
-                                                         directml_version=args.directml_version, timeout_s=120))
-    except RuntimeError as exc:  # one line naming what is missing and its fix (`dmlconform doctor` lists them all)
-        raise SystemExit(f"the DirectML harness cannot start: {exc}") from None
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--adapter", default="lavapipe", metavar="N|DRIVER",
-                        help="the device, as `dmlconform run --adapter` takes it (default: lavapipe)")
-    parser.add_argument("--directml", metavar="PATH", help="DirectML.dll (default: as `dmlconform run` chooses)")
-    parser.add_argument("--directml-version", metavar="V", help="a fetched onnxruntime-directml release's DLL")
+    add_device_arguments(parser)
     backend = directml_backend(parser.parse_args())
     totals = [0, 0, 0]
     try:

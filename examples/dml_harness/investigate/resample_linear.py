@@ -25,10 +25,9 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from probe_device import add_device_arguments, directml_backend
 
 import dmlconform.ops.resample_grad1 as rg
-from dmlconform.backends import create_backend
-from dmlconform.backends.base import BackendOptions
 from dmlconform.suite.loader import discover, load_suite
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -63,21 +62,14 @@ def ulps(a: np.ndarray, b: np.ndarray) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--adapter", default="lavapipe", metavar="N|DRIVER",
-                        help="the device, as `dmlconform run --adapter` takes it (default: lavapipe)")
-    parser.add_argument("--directml", metavar="PATH", help="DirectML.dll (default: as `dmlconform run` chooses)")
-    parser.add_argument("--directml-version", metavar="V", help="a fetched onnxruntime-directml release's DLL")
+    add_device_arguments(parser)
     args = parser.parse_args()
     cases = []
     for file, root in discover([ROOT / "test_vectors" / "resample_grad1"]):
         cases += [c for c in load_suite(file, root)[0]
                   if not c.expect_invalid and c.dtype.name == "FLOAT32"
                   and c.description.params["InterpolationMode"] == "LINEAR"]
-    try:
-        backend = create_backend("directml", BackendOptions(adapter=args.adapter, directml=args.directml,
-                                                            directml_version=args.directml_version, timeout_s=120))
-    except RuntimeError as exc:  # one line naming what is missing and its fix (`dmlconform doctor` lists them all)
-        raise SystemExit(f"the DirectML harness cannot start: {exc}") from None
+    backend = directml_backend(args)
     kinds = ("divide", "reciprocal", "fma-recip", "exact")
     print(f"{'case':62} " + " ".join(f"{k:>10}" for k in kinds))
     worst = dict.fromkeys(kinds, 0)
