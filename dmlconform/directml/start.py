@@ -86,8 +86,7 @@ def _facts(program: Path, choice: DirectMLChoice, started: Launch, onnxruntime: 
 
 def _choose(directml: str | None, version: str | None, environ: Mapping[str, str] | None) -> DirectMLChoice:
     try:
-        return choose_directml(directml, version, environ) if environ is not None else \
-            choose_directml(directml, version)
+        return choose_directml(directml, version, environ)
     except (DirectMLNotFound, ValueError) as exc:  # ValueError: DllError, a file that is not DirectML
         raise StartError(str(exc)) from None
 
