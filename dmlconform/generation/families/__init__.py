@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dmlconform.generation.families import elementwise, negative, pooling, resample, slice
+from dmlconform.generation.families import elementwise, known_bugs, negative, pooling, resample, slice
 
 KINDS = {**elementwise.KINDS, **slice.KINDS, **pooling.KINDS, **resample.KINDS,
-         **negative.KINDS}
+         **negative.KINDS, **known_bugs.KINDS}

@@ -26,9 +26,12 @@ from dmlconform.generation.families.common import (
     python_scalar,
     tensor,
 )
+from dmlconform.generation.families.pairs import class_values, pairwise_plans
 from dmlconform.generation.freeze import is_fp32_denormal
 from dmlconform.generation.spec import FLUSHED, GRADIENT_FLUSHED, INPUT_FLUSHED, CaseSpec, TensorSpec
 from dmlconform.generation.values import distinct_nonzero, gradients, next_toward, pick, specials, unique_sorted
+from dmlconform.interactions.elementwise import RELATIONS
+from dmlconform.interactions.value_classes import classes_of
 from dmlconform.ops.base import Operator
 from dmlconform.suite.tiers import Tier
 
@@ -255,3 +258,156 @@ def select_one_element(family: Family, tier: Tier) -> Iterator[Plan]:
 
 KINDS = {"select-cells": select_cells, "select-one-element": select_one_element, "select-large": select_large,
          "select-nan": select_nan, "select-denormals": select_denormals}
+
+
+#: Classes whose values repeat (each placed at most once in a gradient, which must hold distinct values).
+_REPEATING = ("-inf", "-max", "-0", "+0", "+max", "+inf", "nan", "min", "max", "0")
+_ZEROS = ("-0", "+0", "0")
+
+
+def pairs_gradient(dtype: DataType, count: int, draw: Draw, denormals: bool) -> np.ndarray:
+    """Distinct gradients whose classes vary: each repeating class (±inf, ±max, ±0, NaN; an integer type's edges and
+    0) at most once — a zero only where it stays within the freezer's share — the rest distinct normals and, where
+    allowed, denormals of both signs."""
+    values = distinct_nonzero(dtype, count, draw, exponents=(-6, 6))
+    classes = [name for name in classes_of(dtype) if name in _REPEATING]
+    zeros_allowed = count // 100
+    chosen = []
+    for name in draw.shuffled(classes):
+        if name in _ZEROS:
+            if zeros_allowed == 0:
+                continue
+            zeros_allowed -= 1
+        chosen.append(name)
+    places = draw.shuffled(range(count))
+    for place, name in zip(places, chosen, strict=False):
+        values[place] = class_values(dtype, name, 1, draw)[0]
+    if dtype.is_float and denormals:
+        rest = places[len(chosen):]
+        steps = draw.shuffled(range(1, 1 + max(len(rest), 64)))
+        for place, step in zip(rest[: len(rest) // 4], steps, strict=False):
+            sign = -1.0 if draw.chance(1, 2) else 1.0
+            values[place] = dtype.numpy.type(sign * step * float(np.finfo(dtype.numpy).smallest_subnormal))
+    return values
+
+
+def _pairs_shape(draw: Draw, family: Family) -> tuple[DataType, tuple[int, ...]]:
+    table = cells(family.op)
+    dtype = DataType(draw.choice(sorted({cell.dtype_value for cell in table})))
+    rank = draw.choice([cell.rank for cell in table if cell.dtype_value == dtype.value])
+    return dtype, shape_for(draw, rank, 240)
+
+
+def relu_pairs_x(dtype: DataType, count: int, draw: Draw, nan: bool, denormals: bool) -> np.ndarray:
+    classes = [name for name in classes_of(dtype) if (nan or name != "nan")
+               and (denormals or "denormal" not in name)]
+    return np.concatenate([class_values(dtype, draw.choice(classes), 1, draw) for _ in range(count)])
+
+
+def clip_pairs_bounds(dtype: DataType, draw: Draw, at_edge: bool) -> tuple[np.generic, np.generic]:
+    t = dtype.numpy.type
+    low, high = sorted(distinct_nonzero(dtype, 2, draw, exponents=(-3, 3)).tolist())
+    if not dtype.is_float and high - low < 2:
+        high = low + 2
+    low, high = t(low), t(high)
+    if at_edge:
+        info = np.finfo(dtype.numpy) if dtype.is_float else np.iinfo(dtype.numpy)
+        edge_low = t(-np.inf) if dtype.is_float and draw.chance(1, 2) else t(info.min)
+        edge_high = t(np.inf) if dtype.is_float and draw.chance(1, 2) else t(info.max)
+        if draw.chance(1, 2):
+            low = edge_low
+        else:
+            high = edge_high
+    return low, high
+
+
+def clip_pairs_x(dtype: DataType, count: int, draw: Draw, low: np.generic, high: np.generic,
+                 nan: bool) -> np.ndarray:
+    t = dtype.numpy.type
+    bottom, top = (t(-np.inf), t(np.inf)) if dtype.is_float else (t(np.iinfo(dtype.numpy).min),
+                                                                  t(np.iinfo(dtype.numpy).max))
+    relations = [name for name in RELATIONS if (nan or name != "nan") and (dtype.is_float or name != "nan")
+                 and not (name == "below" and low == bottom) and not (name == "above" and high == top)]
+    values = []
+    for _ in range(count):
+        relation = draw.choice(relations)
+        if relation == "at-min":
+            value = low
+        elif relation == "at-max":
+            value = high
+        elif relation == "nan":
+            value = t(np.nan)
+        elif relation == "below":
+            value = next_toward(low, -np.inf) if draw.chance(1, 3) else _beyond(low, -1, draw, dtype)
+        elif relation == "above":
+            value = next_toward(high, np.inf) if draw.chance(1, 3) else _beyond(high, 1, draw, dtype)
+        else:
+            value = _inside(low, high, draw, dtype)
+        values.append(value)
+    return np.array(values, dtype=dtype.numpy)
+
+
+def _beyond(bound: np.generic, direction: int, draw: Draw, dtype: DataType) -> np.generic:
+    t = dtype.numpy.type
+    if dtype.is_float:
+        if draw.chance(1, 4):
+            return t(direction * np.inf)
+        with np.errstate(over="ignore"):
+            value = t(float(bound) + direction * (abs(float(bound)) + 1) * draw.between(1, 8) / 4)
+        return value if np.isfinite(value) else next_toward(bound, direction * np.inf)
+    info = np.iinfo(dtype.numpy)
+    far = int(info.min) if direction < 0 else int(info.max)
+    step = draw.between(1, max(1, min(1000, abs(far - int(bound)))))
+    return t(int(bound) + direction * step)
+
+
+def _inside(low: np.generic, high: np.generic, draw: Draw, dtype: DataType) -> np.generic:
+    t = dtype.numpy.type
+    if dtype.is_float:
+        lo = max(float(low), -float(np.finfo(dtype.numpy).max))
+        hi = min(float(high), float(np.finfo(dtype.numpy).max))
+        value = t(lo + (hi - lo) * float(draw.unit(1)[0]))
+        return value if low < value < high else next_toward(low, np.inf)
+    return t(draw.between(int(low) + 1, int(high) - 1))
+
+
+def pairs_candidate(family: Family, draw: Draw, index: int, case_id: str) -> CaseSpec:
+    """A small case whose elements pair X's classes (ClipGrad1: X's place against Min and Max) with the gradient's
+    (dmlconform/interactions/elementwise.py). fp32 takes NaN in X or denormals, never both in one case (each needs
+    its own candidate answers)."""
+    dtype, shape = _pairs_shape(draw, family)
+    count = int(np.prod(shape))
+    nan = dtype.is_float and draw.chance(1, 2)
+    denormals = dtype is not DataType.FLOAT32 or not nan
+    fp32_denormals = dtype is DataType.FLOAT32 and denormals
+    dy = pairs_gradient(dtype, count, draw, denormals)
+    if family.op.name == RELU:
+        x = relu_pairs_x(dtype, count, draw, nan, denormals)
+        params: dict = {}
+    else:
+        at_edge = draw.chance(1, 2)
+        low, high = clip_pairs_bounds(dtype, draw, at_edge)
+        x = clip_pairs_x(dtype, count, draw, low, high, nan)
+        if dtype is DataType.FLOAT32:  # X's denormals would move it across a bound at zero: not this family's
+            x = np.where(is_fp32_denormal(x), np.copysign(np.finfo(np.float32).tiny, x), x).astype(np.float32)
+        params = {"Min": python_scalar(low), "Max": python_scalar(high)}
+    tags: tuple[str, ...] = ("pairwise",)
+    candidates: dict[str, str] | None = None
+    behaviour = None
+    if dtype.is_float and bool(np.isnan(x).any()):
+        tags += ("nan", "candidates")
+        candidates = {variant: variant for variant in family.op.variants}
+        behaviour = NAN_BEHAVIOUR[family.op.name]
+    elif fp32_denormals:
+        in_x, in_dy = bool(is_fp32_denormal(x).any()), bool(is_fp32_denormal(dy).any())
+        if in_x or in_dy:
+            where = "both" if in_x and in_dy else "x" if in_x else "dy"
+            tags += ("denormal", "candidates")
+            candidates = {"preserved": family.op.variants[0], "flushed": FLUSHED}
+            if where == "both":
+                candidates |= {INPUT_FLUSHED: INPUT_FLUSHED, GRADIENT_FLUSHED: GRADIENT_FLUSHED}
+            behaviour = DENORMAL_BEHAVIOUR[where]
+    return _case(family, case_id, x.reshape(shape), dy.reshape(shape), params, tags, candidates, behaviour)
+
+
+KINDS["select-pairs"] = pairwise_plans(pairs_candidate)

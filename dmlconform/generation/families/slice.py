@@ -14,8 +14,11 @@ from dmlconform.dtypes import DataType
 from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw, shape_for
 from dmlconform.generation.families.common import Cell, Plan, cell_plans, generated, gradient_spec, tensor
+from dmlconform.generation.families.common import cells as cells_of
+from dmlconform.generation.families.pairs import pairwise_plans
 from dmlconform.generation.spec import CaseSpec, TensorSpec
 from dmlconform.generation.values import gradients
+from dmlconform.interactions.slice_grad import axis_kinds
 from dmlconform.suite.tiers import Tier
 
 OP = "SLICE_GRAD"
@@ -119,3 +122,40 @@ def slice_extremes(family: Family, tier: Tier) -> Iterator[Plan]:
 
 
 KINDS = {"slice-cells": slice_cells, "slice-strides": slice_strides, "slice-extremes": slice_extremes}
+
+
+def pairs_candidate(family: Family, draw: Draw, index: int, case_id: str) -> CaseSpec:
+    """A small case whose every axis is of a kind drawn from the interaction model's (dmlconform/interactions/
+    slice_grad.py): unit, whole or partial window, either direction, stride 1 or more, all or fewer gradients."""
+    cells = sorted(cell for cell in cells_of(family.op))
+    dtypes = sorted({cell.dtype_value for cell in cells})
+    dtype = DataType(draw.choice(dtypes))
+    ranks = [cell.rank for cell in cells if cell.dtype_value == dtype.value]
+    # The highest rank half the time: a case covers a pair of neighbouring axes per axis.
+    rank = max(ranks) if draw.chance(3, 4) else draw.choice(ranks)
+    kinds = axis_kinds()
+    dx, axes = [], []
+    for _ in range(rank):
+        window, direction, magnitude, gradient = draw.choice(kinds).split("/")
+        step = (1 if magnitude == "s1" else draw.between(2, 3)) * (1 if direction == "forward" else -1)
+        reach_needed = 2 if gradient == "fewer" else 1
+        if window == "unit":
+            extent, offset, size = 1, 0, 1
+        else:
+            size = max(1 + (reach_needed - 1) * abs(step), draw.between(1, 2))
+            if window == "whole":
+                extent, offset = size if size > 1 else 2, 0
+                size = extent
+            else:
+                extent = size + draw.between(1, 2)
+                offset = draw.between(0, extent - size)
+                if offset == 0 and size == extent:
+                    offset = 1
+        reach = 1 + (size - 1) // abs(step)
+        count = draw.between(1, reach - 1) if gradient == "fewer" else reach
+        dx.append(extent)
+        axes.append((offset, size, step, count))
+    return slice_case(family, case_id, dtype, tuple(dx), axes, draw=draw, tags=("pairwise",))
+
+
+KINDS["slice-pairs"] = pairwise_plans(pairs_candidate)

@@ -1,0 +1,40 @@
+"""Every operator's interaction model, and the sites of the suite layer's cases."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cache
+
+from dmlconform.case import Case
+from dmlconform.interactions.coverage import OperatorCoverage, measure
+from dmlconform.interactions.model import OperatorModel, Site
+
+
+@cache
+def models() -> dict[str, OperatorModel]:
+    from dmlconform.interactions.elementwise import ClipGrad1Model, ReluGradModel
+    from dmlconform.interactions.slice_grad import SliceGradModel
+
+    found = [ReluGradModel(), ClipGrad1Model(), SliceGradModel()]
+    return {model.op: model for model in found}
+
+
+def case_sites(model: OperatorModel, case: Case) -> set[Site]:
+    shape = case.description.tensors[case.op.outputs[0]].shape
+    return model.sites(case.description.params, case.inputs, tuple(shape))
+
+
+def cases_coverage(cases: Iterable[Case]) -> list[OperatorCoverage]:
+    """Per operator with a model, the interaction coverage of the valid cases among these."""
+    per_op: dict[str, list[Case]] = {}
+    for case in cases:
+        if not case.expect_invalid:
+            per_op.setdefault(case.op.name, []).append(case)
+    found = []
+    for op, model in models().items():
+        chosen = per_op.get(op, [])
+        sites: set[Site] = set()
+        for case in chosen:
+            sites |= case_sites(model, case)
+        found.append(measure(model, sites, len(chosen)))
+    return found
