@@ -20,7 +20,7 @@ def unmet(found: list[OperatorCoverage], goal: tuple[int, ...]) -> list[tuple[st
 
 
 def render_interactions(found: list[OperatorCoverage], goal: tuple[int, ...], console: Console,
-                        shown: int = 12) -> None:
+                        shown: int = 6) -> None:
     table = Table(title="Interaction coverage (covered/possible; a goal order marked *)", title_justify="left")
     table.add_column("operator")
     table.add_column("valid cases", justify="right")
@@ -41,11 +41,13 @@ def render_interactions(found: list[OperatorCoverage], goal: tuple[int, ...], co
                 continue
             console.print(f"{op.op}: {len(missing)} {ORDER_NAMES[order]} missing"
                           f"{' (goal)' if order in goal else ''}:", highlight=False)
-            for interaction, values in missing[:shown]:
-                pairs = ", ".join(f"{name}={value}" for name, value in zip(interaction.features, values, strict=True))
-                console.print(f"  {pairs}", highlight=False)
-            if len(missing) > shown:
-                console.print(f"  … and {len(missing) - shown} more (--json lists every one)", highlight=False)
+            for row in op.by_order[order]:
+                if not row.missing:
+                    continue
+                examples = "; ".join(" + ".join(values) for values in row.missing[:shown])
+                more = f" … (+{len(row.missing) - shown}; --json lists every one)" if len(row.missing) > shown else ""
+                console.print(f"  {row.interaction.label}: {len(row.missing)} of {len(row.possible)}: "
+                              f"{examples}{more}", highlight=False)
     for op in found:
         for row in op.by_order[3]:
             console.print(f"{op.op}: {row.interaction.label}: {len(row.covered)}/{len(row.possible)} "

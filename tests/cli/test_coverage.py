@@ -54,3 +54,30 @@ def test_an_unreadable_result_is_one_line_and_exit_2(tmp_path):
     bad.write_text("{}")
     result = invoke("coverage", str(bad))
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and str(bad) in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tier, goal", [("smoke", ["values"]), ("standard", ["values", "pairs", "higher"])])
+def test_the_bundled_tiers_meet_their_interaction_goals(tier, goal):
+    result = invoke("coverage", "--interactions", "--tier", tier, "--json", "-")
+    assert result.exit_code == 0, result.stdout
+    data = json.loads(result.stdout)
+    assert data["format"] == "dmlconform-interactions/v1" and data["goal"] == goal and data["met"]
+    assert {op["op"] for op in data["operators"]} == {"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD",
+                                                      "MAX_POOLING_GRAD", "RESAMPLE_GRAD1"}
+    for op in data["operators"]:
+        for order in goal:
+            assert op[order]["covered"] == op[order]["possible"] > 0 or order == "higher", (op["op"], order)
+
+
+def test_interactions_a_suite_without_the_pairs_fails_and_lists_them():
+    result = invoke("coverage", "--interactions", "--suites", str(SEED), "--json", "-")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["tier"] is None and not data["met"]
+    slice_grad = next(op for op in data["operators"] if op["op"] == "SLICE_GRAD")
+    assert 0 < slice_grad["pairs"]["covered"] < slice_grad["pairs"]["possible"]
+    axis_outer = next(row for row in slice_grad["pairs"]["interactions"] if row["features"] == ["axis", "outer"])
+    assert ["whole/forward/s1/fewer", "whole/forward/s1/all"] in axis_outer["missing"]
+    table = invoke("coverage", "--interactions", "--suites", str(SEED))
+    assert table.exit_code == 1 and "pairs missing (goal)" in table.stdout and "axis × outer: 414 of 420" in table.stdout
