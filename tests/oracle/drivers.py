@@ -7,7 +7,11 @@ and contract §1. A driver is a `Knobs` value:
 * *legitimate variants* change only what the pages and contract §3 leave to the implementation (the
   order and precision of sums, FMA, how weights are rounded, the sign of a zero, which candidate an
   undocumented behaviour follows). Each must pass every bundled case.
-* *bugs* (`bug=`) are mistakes a real driver could make. Each must fail at least one bundled case.
+* *bugs* (`bug=`) are mistakes a real driver could make. Each must fail at least one bundled case of the
+  standard tier, and one of the smoke tier where it breaks a rule the pages state outright (`Bug.must_die_on`).
+  The ones with a `source` are real: DirectML 1.15.4's own (DECISIONS.md §7) and bugs other implementations of
+  these gradients have had (an issue or pull request each), modelled in DirectML's terms; they are the catalogue
+  of real bugs in docs/oracle.md.
 
 A driver runs through the real runner as an in-process backend (`SimulatedDriver`), so what the
 mutation figure measures is what `dmlconform run` would report.
@@ -20,6 +24,7 @@ test_description_rules.py). Bugs that skip validation are listed as such.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -35,6 +40,10 @@ from dmlconform.ops.base import DescriptionError
 from tests.oracle.arithmetic import Summation, Weight, exact, round_fraction, weight_value
 
 Terms = list[tuple[Weight, np.floating]]
+
+#: Where DirectML 1.15.4's own bugs are recorded (§7: found by the full tier, modelled in
+#: examples/dml_harness/investigate/).
+DECISIONS_7 = "examples/dml_harness/results/DECISIONS.md"
 
 
 @dataclass(frozen=True)
@@ -226,6 +235,8 @@ def relu_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.n
         if knobs.bug == "relu-multiplies-by-mask":
             with np.errstate(invalid="ignore"):
                 out[i] = gi * out.dtype.type(keep)
+        elif knobs.bug == "relu-nan-gives-nan" and out.dtype.kind == "f" and np.isnan(xi):
+            out[i] = out.dtype.type(np.nan)
         else:
             out[i] = gi if keep else zero
     if knobs.bug == "one-ulp-on-a-copy":
@@ -258,9 +269,12 @@ def clip_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.
     zero = out.dtype.type(knobs.zero if out.dtype.kind == "f" else 0)
     for i in np.ndindex(shape):
         xi = x[i]
-        below = xi < low if knobs.bug == "clip-passes-at-min" else xi <= low
-        above = xi > high if knobs.bug == "clip-passes-at-max" else xi >= high
+        below = xi < low if knobs.bug in ("clip-passes-at-min", "clip-passes-at-bounds") else xi <= low
+        above = xi > high if knobs.bug in ("clip-passes-at-max", "clip-passes-at-bounds") else xi >= high
         keep = (xi > low) & (xi < high) if knobs.clip_nan == "nan-zero" else not (below or above)
+        if knobs.bug == "clip-nan-gives-max" and out.dtype.kind == "f" and np.isnan(xi):
+            out[i] = out.dtype.type(high)  # the select's seed, which no branch overwrites at NaN
+            continue
         out[i] = dy[i] if keep else zero
     return _flush(out, knobs, arithmetic=False)
 
@@ -271,9 +285,17 @@ def slice_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.
     dy = _through_float64(inputs["InputGradientTensor"], knobs)
     out = _zeros(shape, dy.dtype, knobs)
     offsets, sizes, strides = (params[n] for n in ("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides"))
+    if knobs.bug == "slice-merges-whole-axes":
+        _scatter_merged(dy, out, list(offsets), list(sizes), list(strides))
+        return out
     for c in np.ndindex(dy.shape):
-        target = []
+        target: list[list[int]] = []
         for d, (offset, size, stride) in enumerate(zip(offsets, sizes, strides, strict=True)):
+            if knobs.bug == "slice-single-element-window-spread" and size >= 2 and abs(stride) >= size:
+                # MLX: the singleton axis kept stride 1 but not the narrowed stop, so the gradient's region is the
+                # whole span [start, stop), empty where the stride was negative (stop below start).
+                target.append(list(range(offset, offset + size)) if stride > 0 else [])
+                continue
             if knobs.bug == "slice-negative-stride-starts-at-offset" or (knobs.bug == "slice-ignores-stride-sign"):
                 start = offset
             else:
@@ -284,11 +306,35 @@ def slice_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.
             position = start + step * c[d]
             if knobs.bug == "slice-offset-off-by-one":
                 position += 1
-            target.append(position % shape[d])
-        out[tuple(target)] = dy[c]
+            target.append([position % shape[d]])
+        for place in itertools.product(*target):
+            out[place] = dy[c]
     if knobs.bug == "one-ulp-on-a-copy":
         _bump_first_copy(out)
     return out
+
+
+def _scatter_merged(dy: np.ndarray, out: np.ndarray, offsets: list[int], sizes: list[int], strides: list[int]
+                    ) -> None:
+    """DirectML 1.15.4's SliceGrad (examples/dml_harness/investigate/slice_grad_merged_axes.py, which reproduces
+    its outputs bit for bit): an axis read whole, forwards, one by one is merged into its outer neighbour when that
+    one is read forwards one by one too, and the gradient is read as if it were contiguous across the two."""
+    dy_sizes, dx_sizes = list(dy.shape), list(out.shape)
+    axis = len(dx_sizes) - 1
+    while axis > 0:
+        whole = offsets[axis] == 0 and sizes[axis] == dx_sizes[axis] and strides[axis] == 1
+        if whole and strides[axis - 1] == 1:
+            offsets[axis - 1] *= dx_sizes[axis]
+            sizes[axis - 1] *= dx_sizes[axis]
+            dx_sizes[axis - 1] *= dx_sizes[axis]
+            dy_sizes[axis - 1] *= dy_sizes[axis]
+            for values in (dy_sizes, dx_sizes, offsets, sizes, strides):
+                del values[axis]
+        axis -= 1
+    merged_out, merged_dy = out.reshape(dx_sizes), dy.reshape(dy_sizes)  # out is contiguous: a view
+    for c in np.ndindex(*dy_sizes):
+        merged_out[tuple((offset if stride > 0 else offset + size - 1) + stride * i
+                         for offset, size, stride, i in zip(offsets, sizes, strides, c, strict=True))] = merged_dy[c]
 
 
 # -- MAX_POOLING_GRAD --------------------------------------------------------------------------------------------
@@ -298,7 +344,9 @@ def _window_taps(knobs: Knobs, o: tuple[int, ...], params: Mapping[str, Any], sp
     strides = list(params["Strides"])
     if knobs.bug == "pool-strides-swapped-between-axes":
         strides = strides[::-1]
-    dilations = [1] * len(spatial) if knobs.bug == "pool-dilation-ignored" else params["Dilations"]
+    dilations = [1] * len(spatial) if knobs.bug == "pool-dilation-ignored" else list(params["Dilations"])
+    if knobs.bug == "pool-dilation-off-by-one":  # oneDNN counts dilation from 0: ONNX's 1 passed as is spaces taps by 2
+        dilations = [d + 1 for d in dilations]
     start = [0] * len(spatial) if knobs.bug == "pool-start-padding-ignored" else params["StartPadding"]
     for k in itertools.product(*(range(w) for w in params["WindowSize"])):
         p = tuple(o[d] * strides[d] - start[d] + k[d] * dilations[d] for d in range(len(spatial)))
@@ -339,7 +387,8 @@ def max_pooling_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[st
             for o in itertools.product(*(range(w) for w in windows)):
                 winner, best = None, None
                 first_tap = None
-                for p, inside in _window_taps(knobs, o, params, spatial):
+                taps = list(_window_taps(knobs, o, params, spatial))
+                for p, inside in taps:
                     first_tap = p if first_tap is None else first_tap
                     if not inside and knobs.bug != "pool-padding-competes":
                         continue
@@ -349,15 +398,55 @@ def max_pooling_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[st
                 if winner is None and knobs.pool_padding_only == "edge-clamped" and first_tap is not None \
                         and best is None:
                     winner = tuple(min(max(first_tap[d], 0), spatial[d] - 1) for d in range(len(spatial)))
-                if winner is None:
-                    continue
-                flat = int(np.ravel_multi_index((n, c, *winner), x.shape))
-                term = ((Fraction(1),), dy[(n, c, *o)])
-                if knobs.bug == "pool-overlaps-overwrite":
-                    terms[flat] = [term]
-                else:
-                    terms.setdefault(flat, []).append(term)
-    return _finish_sums(terms, shape, dy.dtype, knobs)
+                winners = _buggy_winners(knobs, x, (n, c), taps, winner, best)
+                for chosen in winners:
+                    flat = int(np.ravel_multi_index((n, c, *chosen), x.shape))
+                    term = ((Fraction(1),), dy[(n, c, *o)])
+                    if knobs.bug == "pool-overlaps-overwrite":
+                        terms[flat] = [term]
+                    else:
+                        terms.setdefault(flat, []).append(term)
+    out = _finish_sums(terms, shape, dy.dtype, knobs)
+    if knobs.bug == "pool-accumulates-onto-stale-output":
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = (out + out.dtype.type(_STALE)).astype(out.dtype)
+    return out
+
+
+_WINNER_BUGS = ("pool-max-starts-at-flt-max", "pool-lowest-window-loses-gradient", "pool-ties-all-receive")
+#: What `pool-accumulates-onto-stale-output` finds in the output buffer (ExecuTorch's regression test fills it so).
+_STALE = 999.0
+
+
+def _buggy_winners(knobs: Knobs, x: np.ndarray, plane: tuple[int, int], taps: list[tuple[tuple[int, ...], bool]],
+                   winner: tuple[int, ...] | None, best: np.floating | None) -> list[tuple[int, ...]]:
+    """The taps that receive a window's gradient: the scan's winner, or what a real implementation's bug picked.
+    For Theano's bug a window holding a NaN keeps the scan's pick (what Theano did there is unknown, and a driver
+    killed only there would prove nothing about the bug)."""
+    if knobs.bug not in _WINNER_BUGS:
+        return [] if winner is None else [winner]
+    values = [(p, x[(*plane, *p)]) for p, inside in taps if inside]
+    if knobs.bug == "pool-max-starts-at-flt-max" and values:
+        # DirectML 1.15.4: a running maximum that starts at -FLT_MAX on the window's first tap, moved on a strict `>`
+        # (NaN never moves it: with a value above -FLT_MAX it reads as `nan-ignored`, with none it keeps the first tap,
+        # which no NaN reading picks unless that tap is the NaN).
+        pick, running = values[0][0], -float(np.finfo(np.float32).max)
+        for p, v in values:
+            if float(v) > running:
+                pick, running = p, float(v)
+        return [pick]
+    if knobs.bug == "pool-lowest-window-loses-gradient":
+        # PyTorch before #7670 and #23161: the maximum starts at the lowest finite value with index -1, which the
+        # backward skips; NaN never moves it (a NaN window with a value above it reads as `nan-ignored`).
+        pick, running = None, float(np.finfo(x.dtype).min)
+        for p, v in values:
+            if float(v) > running:
+                pick, running = p, float(v)
+        return [] if pick is None else [pick]
+    if knobs.bug == "pool-ties-all-receive" and winner is not None and best is not None and not np.isnan(best) \
+            and not any(np.isnan(v) for _, v in values):
+        return [p for p, v in values if v == best]  # Theano's CPU pooling: every element equal to the maximum
+    return [] if winner is None else [winner]
 
 
 # -- RESAMPLE_GRAD1 ----------------------------------------------------------------------------------------------
@@ -434,6 +523,38 @@ def _axis_taps(knobs: Knobs, x: float, n_in: int, mode: str, rounding: str) -> l
     return taps
 
 
+def _real_bug_taps(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in: int, n_out: int, mode: str,
+                   rounding: str, taps: list[tuple[int, Fraction]]) -> list[tuple[int, Fraction]]:
+    """The taps of output `o` along one axis as real implementations with a bug computed them (`taps`: as the
+    driver would otherwise). Exact arithmetic on the float32 parameters: what each bug changes is which element is
+    reached, not how a coordinate rounds."""
+    bug = knobs.bug
+    params = tuple(np.float32(v) for v in (scale, ipo, opo))
+    if bug not in _RESAMPLE_REAL_BUGS or not all(np.isfinite(v) for v in params) or params[0] == 0:
+        return taps
+    s, i_off, o_off = (exact(v) for v in params)
+    if bug == "resample-nearest-inverse-window-floored" and mode == "NEAREST_NEIGHBOR" and rounding == "DECREASING":
+        # PyTorch's CUDA backward before #39055 gathered into input i the outputs o with floor((i + IPO)·S + OPO)
+        # <= o < floor((i + 1 + IPO)·S + OPO): floor where the forward's inverse needs ceil. Output o lands on the
+        # largest such i; nothing gathers an output whose i falls outside the input.
+        pick = math.ceil((o + 1 - o_off) / s - i_off) - 1
+        return [(pick, Fraction(1))] if 0 <= pick < n_in else []
+    if bug == "resample-nearest-integer-ratio-floors" and mode == "NEAREST_NEIGHBOR" and i_off == 0 and o_off == 0 \
+            and n_out % n_in == 0:
+        # TVM's resize before #18838: where the output is k times the input (asymmetric offsets), the coordinate is an
+        # integer division o // k, whatever the rounding direction (and the scale) asks.
+        return [(min(o // (n_out // n_in), n_in - 1), Fraction(1))]
+    if bug == "resample-gather-window-five-outputs" and mode == "LINEAR":
+        # FlagGems' upsample_linear1d_backward: input i gathers only the outputs within 2 of floor(its centre
+        # (i + IPO)·S + OPO); a tap from any farther output is dropped.
+        return [(i, w) for i, w in taps if abs(o - math.floor((i + i_off) * s + o_off)) <= 2]
+    return taps
+
+
+_RESAMPLE_REAL_BUGS = ("resample-nearest-inverse-window-floored", "resample-nearest-integer-ratio-floors",
+                       "resample-gather-window-five-outputs")
+
+
 def resample_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
                    shape: tuple[int, ...]) -> np.ndarray:
     dy = _flush(inputs["InputGradientTensor"], knobs)
@@ -446,8 +567,10 @@ def resample_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str,
         scales, ipo, opo = scales[::-1], ipo[::-1], opo[::-1]
     per_axis = []
     for a, (n_in, n_out) in enumerate(zip(shape, dy.shape, strict=True)):
-        per_axis.append([_axis_taps(knobs, _coordinate(knobs, o, scales[a], ipo[a], opo[a], n_in, n_out, mode),
-                                    n_in, mode, rounding) for o in range(n_out)])
+        per_axis.append([_real_bug_taps(knobs, o, scales[a], ipo[a], opo[a], n_in, n_out, mode, rounding,
+                                        _axis_taps(knobs, _coordinate(knobs, o, scales[a], ipo[a], opo[a], n_in,
+                                                                      n_out, mode), n_in, mode, rounding))
+                         for o in range(n_out)])
     terms: dict[int, Terms] = {}
     for o in np.ndindex(dy.shape):
         for combination in itertools.product(*(per_axis[a][o[a]] for a in range(len(shape)))):
@@ -521,46 +644,139 @@ LEGITIMATE: tuple[Knobs, ...] = (
           "(as DirectML 1.15.4 does)", pool_gradient_size="refused"),
 )
 
-#: Each bug: (name, what a real driver would have done).
-BUGS: tuple[tuple[str, str], ...] = (
-    ("relu-ge", "ReluGrad passes the gradient at X = 0 (`>=`)"),
-    ("clip-passes-at-min", "ClipGrad1 passes the gradient at X = Min"),
-    ("clip-passes-at-max", "ClipGrad1 passes the gradient at X = Max"),
-    ("clip-min-max-swapped", "ClipGrad1 reads Min as Max and Max as Min"),
-    ("slice-negative-stride-starts-at-offset", "SliceGrad starts a negative-stride window at its offset"),
-    ("slice-no-zero-fill", "SliceGrad leaves untouched output elements as they were"),
-    ("slice-offset-off-by-one", "SliceGrad writes one element past each position"),
-    ("pool-ties-go-to-last", "MaxPoolingGrad sends ties to the last index (`>=`)"),
-    ("pool-padding-competes", "MaxPoolingGrad lets a padding tap (value 0) win"),
-    ("pool-dilation-ignored", "MaxPoolingGrad ignores Dilations"),
-    ("pool-overlaps-overwrite", "MaxPoolingGrad overwrites instead of adding where windows overlap"),
-    ("pool-end-padding-ignored", "MaxPoolingGrad sizes its loop without EndPadding, dropping the last windows"),
-    ("pool-strides-swapped-between-axes", "MaxPoolingGrad applies the strides to the wrong axes"),
-    ("resample-rounding-swapped", "ResampleGrad1 swaps INCREASING and DECREASING"),
-    ("resample-offsets-ignored", "ResampleGrad1 ignores both pixel offsets"),
-    ("resample-offset-signs-flipped", "ResampleGrad1 adds the offsets it should subtract"),
-    ("resample-linear-weights-swapped", "ResampleGrad1 gives weight t to floor(x) and 1 - t to floor(x) + 1"),
-    ("resample-edge-taps-dropped", "ResampleGrad1 drops taps outside the input instead of clamping them"),
-    ("resample-half-pixel-off", "ResampleGrad1 adds ONNX's half-pixel shift on top of DML's offsets"),
-    ("resample-scale-inverted", "ResampleGrad1 multiplies by the scale instead of dividing"),
-    ("one-ulp-on-a-copy", "one copied element comes out 1 ULP high"),
-    ("denormal-where-nothing-lands", "the smallest denormal appears in an element nothing reaches"),
-    ("int64-through-float64", "64-bit integers are copied and compared through a double"),
-    ("integer-sums-saturate", "the summing operators accept integer types (and saturate their sums)"),
+@dataclass(frozen=True)
+class Bug:
+    """A simulated bug: what the driver does, the tier that must catch it, and where a real implementation had it.
+
+    `must_die_on`: "smoke" where the bug breaks a rule the pages or contract §1 state outright (the tie rule,
+    padding never winning, negative strides, bounds excluded, zero fill, overlaps adding, the coordinate formula),
+    so that the smoke tier CI runs on every commit must fail it; "standard" where it needs a particular geometry
+    or special value, which the standard tier holds. `source`: the issue, pull request or document that shows a
+    real implementation doing it (None: a plausible mistake nobody has been seen to make); `seen_in` says what
+    that implementation did, in its own terms. `knobs`: other knob settings of the driver (name, value)."""
+
+    name: str
+    summary: str
+    must_die_on: str = "standard"
+    seen_in: str = ""
+    source: str | None = None
+    knobs: tuple[tuple[str, str], ...] = ()
+
+
+TIERS_THAT_KILL = ("smoke", "standard")
+
+#: Every simulated bug. The ones with a source are the catalogue of real bugs (docs/oracle.md).
+BUGS: tuple[Bug, ...] = (
+    Bug("relu-ge", "ReluGrad passes the gradient at X = 0 (`>=`)",
+        must_die_on="smoke", seen_in="PyTorch's tutorial ReLU backward, `grad_h[h < 0] = 0`, keeps the gradient at h = 0",
+        source="https://github.com/pytorch/tutorials/pull/269"),
+    Bug("clip-passes-at-min", "ClipGrad1 passes the gradient at X = Min", must_die_on="smoke"),
+    Bug("clip-passes-at-max", "ClipGrad1 passes the gradient at X = Max", must_die_on="smoke"),
+    Bug("clip-min-max-swapped", "ClipGrad1 reads Min as Max and Max as Min", must_die_on="smoke"),
+    Bug("slice-negative-stride-starts-at-offset", "SliceGrad starts a negative-stride window at its offset",
+        must_die_on="smoke"),
+    Bug("slice-no-zero-fill", "SliceGrad leaves untouched output elements as they were", must_die_on="smoke"),
+    Bug("slice-offset-off-by-one", "SliceGrad writes one element past each position", must_die_on="smoke"),
+    Bug("pool-ties-go-to-last", "MaxPoolingGrad sends ties to the last index (`>=`)", must_die_on="smoke"),
+    Bug("pool-padding-competes", "MaxPoolingGrad lets a padding tap (value 0) win",
+        must_die_on="smoke", seen_in="MXNet's CPU max pooling padded with 0: a window of -1 and padding gave 0, not -1",
+        source="https://github.com/apache/mxnet/issues/2753"),
+    Bug("pool-dilation-ignored", "MaxPoolingGrad ignores Dilations", must_die_on="smoke"),
+    Bug("pool-overlaps-overwrite", "MaxPoolingGrad overwrites instead of adding where windows overlap",
+        must_die_on="smoke", seen_in="NNlib's ∇maxpool gave 1, not 2-4, where stride-1 windows overlap on one maximum",
+        source="https://github.com/FluxML/NNlib.jl/issues/205"),
+    Bug("pool-end-padding-ignored", "MaxPoolingGrad sizes its loop without EndPadding, dropping the last windows",
+        must_die_on="smoke"),
+    Bug("pool-strides-swapped-between-axes", "MaxPoolingGrad applies the strides to the wrong axes",
+        must_die_on="smoke"),
+    Bug("resample-rounding-swapped", "ResampleGrad1 swaps INCREASING and DECREASING", must_die_on="smoke"),
+    Bug("resample-offsets-ignored", "ResampleGrad1 ignores both pixel offsets", must_die_on="smoke"),
+    Bug("resample-offset-signs-flipped", "ResampleGrad1 adds the offsets it should subtract", must_die_on="smoke"),
+    Bug("resample-linear-weights-swapped", "ResampleGrad1 gives weight t to floor(x) and 1 - t to floor(x) + 1",
+        must_die_on="smoke"),
+    Bug("resample-edge-taps-dropped", "ResampleGrad1 drops taps outside the input instead of clamping them",
+        must_die_on="smoke"),
+    Bug("resample-half-pixel-off", "ResampleGrad1 adds ONNX's half-pixel shift on top of DML's offsets",
+        must_die_on="smoke"),
+    Bug("resample-scale-inverted", "ResampleGrad1 multiplies by the scale instead of dividing",
+        must_die_on="smoke", seen_in="TensorFlow-DirectML's ResizeGrad passed TF's scale (in/out), the reciprocal of DirectML's, to DML_RESAMPLE_GRAD",
+        source="https://github.com/microsoft/tensorflow-directml/pull/48"),
+    Bug("one-ulp-on-a-copy", "one copied element comes out 1 ULP high"),
+    Bug("denormal-where-nothing-lands", "the smallest denormal appears in an element nothing reaches"),
+    Bug("int64-through-float64", "64-bit integers are copied and compared through a double"),
+    Bug("integer-sums-saturate", "the summing operators accept integer types (and saturate their sums)"),
     # Our own: mistakes a real driver could make, beyond the issue's list.
-    ("relu-multiplies-by-mask", "ReluGrad computes dY·(X > 0): NaN and inf gradients leak where X <= 0"),
-    ("relu-reads-gradient", "ReluGrad tests the gradient's sign instead of X's"),
-    ("clip-compares-in-float32", "ClipGrad1 compares integers after converting them to float32"),
-    ("clip-refuses-min-above-max", "ClipGrad1 refuses Min > Max, which the pages define (every element 0)"),
-    ("slice-ignores-stride-sign", "SliceGrad walks negative strides forwards"),
-    ("slice-accepts-zero-stride", "SliceGrad accepts stride 0 instead of refusing it"),
-    ("pool-start-padding-ignored", "MaxPoolingGrad ignores StartPadding"),
-    ("pool-negative-tap-wraps", "MaxPoolingGrad indexes a tap before the input from the other end"),
-    ("pool-gradient-beyond-pooled-size-ignored", "MaxPoolingGrad ignores dY elements past the pooled size"),
-    ("resample-nearest-rounds-half-even", "ResampleGrad1 NEAREST rounds to nearest instead of floor/ceil"),
-    ("resample-axes-reversed", "ResampleGrad1 applies each axis' scale and offsets to the mirrored axis"),
-    ("resample-scale-from-sizes", "ResampleGrad1 derives the scale from the tensor sizes"),
-    ("fp16-denormals-flushed", "fp16 denormals flushed to zero (D3D requires them preserved)"),
+    Bug("relu-multiplies-by-mask", "ReluGrad computes dY·(X > 0): NaN and inf gradients leak where X <= 0"),
+    Bug("relu-reads-gradient", "ReluGrad tests the gradient's sign instead of X's", must_die_on="smoke"),
+    Bug("clip-compares-in-float32", "ClipGrad1 compares integers after converting them to float32"),
+    Bug("clip-refuses-min-above-max", "ClipGrad1 refuses Min > Max, which the pages define (every element 0)"),
+    Bug("slice-ignores-stride-sign", "SliceGrad walks negative strides forwards", must_die_on="smoke"),
+    Bug("slice-accepts-zero-stride", "SliceGrad accepts stride 0 instead of refusing it", must_die_on="smoke"),
+    Bug("pool-start-padding-ignored", "MaxPoolingGrad ignores StartPadding", must_die_on="smoke"),
+    Bug("pool-negative-tap-wraps", "MaxPoolingGrad indexes a tap before the input from the other end",
+        must_die_on="smoke"),
+    Bug("pool-gradient-beyond-pooled-size-ignored", "MaxPoolingGrad ignores dY elements past the pooled size",
+        must_die_on="smoke"),
+    Bug("resample-nearest-rounds-half-even", "ResampleGrad1 NEAREST rounds to nearest instead of floor/ceil",
+        must_die_on="smoke"),
+    Bug("resample-axes-reversed", "ResampleGrad1 applies each axis' scale and offsets to the mirrored axis",
+        must_die_on="smoke"),
+    Bug("resample-scale-from-sizes", "ResampleGrad1 derives the scale from the tensor sizes",
+        must_die_on="standard", seen_in="PyTorch 1.8's nearest interpolate used out/in although a scale (1.00001) was given; 1.9 used the scale",
+        source="https://github.com/pytorch/pytorch/issues/62237"),
+    Bug("fp16-denormals-flushed", "fp16 denormals flushed to zero (D3D requires them preserved)"),
+    # Real bugs (each with its source): DirectML 1.15.4's own, then other implementations of these gradients.
+    Bug("slice-merges-whole-axes", "SliceGrad merges an axis read whole, forwards, one by one into its outer "
+        "neighbour read forwards one by one, reading dY as contiguous across them",
+        must_die_on="smoke", seen_in="DirectML 1.15.4 (DECISIONS.md §7, both stacks): six full-tier SliceGrad cases whose dY is "
+        "smaller than the window on such an axis; the model reproduces DirectML's outputs bit for bit",
+        source=DECISIONS_7),
+    Bug("pool-max-starts-at-flt-max", "MaxPoolingGrad's running maximum starts at -FLT_MAX on the window's first "
+        "tap and moves on `>`: a window of -inf, -FLT_MAX and NaN only sends its gradient to the first tap",
+        must_die_on="smoke", seen_in="DirectML 1.15.4 (DECISIONS.md §7, both stacks): windows (-inf, -inf, -FLT_MAX) routed to the "
+        "first -inf; the model predicts all 272 probed windows",
+        source=DECISIONS_7),
+    Bug("pool-lowest-window-loses-gradient", "MaxPoolingGrad's maximum starts at the lowest finite value with no "
+        "index, and NaN never moves it: a window with nothing above it (only -inf or NaN) sends its gradient nowhere",
+        must_die_on="smoke", seen_in="PyTorch max_pool_with_indices returned -3.4028e+38 and index -1 for an all -inf "
+        "window, and before #7670 for an all-NaN one (the backward skips index -1)",
+        source="https://github.com/pytorch/pytorch/pull/23161"),
+    Bug("pool-ties-all-receive", "MaxPoolingGrad sends a window's gradient to every tap equal to its maximum",
+        must_die_on="smoke", seen_in="Theano's CPU and non-cuDNN GPU max pooling gradient back-propagated to every "
+        "maximum of a patch", source="https://github.com/Theano/Theano/issues/5404"),
+    Bug("pool-dilation-off-by-one", "MaxPoolingGrad spaces the window's taps Dilations + 1 apart",
+        must_die_on="smoke", seen_in="onnxruntime's oneDNN MaxPoolGrad passed ONNX's dilation 1 to oneDNN, which "
+        "counts dilation from 0 (so taps 2 apart)", source="https://github.com/microsoft/onnxruntime/pull/15557"),
+    Bug("pool-accumulates-onto-stale-output", "MaxPoolingGrad adds its sums onto what the output buffer held (999) "
+        "instead of zeroing it first",
+        must_die_on="smoke", seen_in="ExecuTorch's max_pool2d_with_indices_backward scatter-added into a grad_input it "
+        "never zeroed", source="https://github.com/pytorch/executorch/issues/21686"),
+    Bug("slice-single-element-window-spread", "SliceGrad, on an axis whose window of 2 or more elements yields one "
+        "(abs(stride) >= size), writes the gradient over the whole window (positive stride) or nowhere (negative)",
+        seen_in="MLX's slice vjp: a strided slice selecting one element of a span broadcast the cotangent over "
+        "[start, stop); negative strides zeroed it", source="https://github.com/ml-explore/mlx/issues/4444"),
+    Bug("relu-nan-gives-nan", "ReluGrad writes NaN where X is NaN (neither dY nor 0)",
+        seen_in="MXNet's relu gradient was changed to propagate NaN inputs",
+        source="https://github.com/apache/mxnet/pull/14262"),
+    Bug("clip-nan-gives-max", "ClipGrad1 writes Max where X is NaN",
+        seen_in="tt-metal's relu6_bw (ClipGrad with Min 0, Max 6) returned 6.0 for a NaN input: the select's seed "
+        "that no branch overwrote", source="https://github.com/tenstorrent/tt-metal/issues/57455"),
+    Bug("clip-passes-at-bounds", "ClipGrad1 passes the gradient at X = Min and at X = Max (`<`, `>`)",
+        must_die_on="smoke", seen_in="PyTorch's clamp backward gives gradient 1 at both bounds (hardtanh, DirectML's "
+        "reading, gives 0)", source="https://github.com/pytorch/pytorch/issues/184574"),
+    Bug("resample-nearest-inverse-window-floored", "ResampleGrad1 NEAREST (DECREASING) gathers into input i the "
+        "outputs from floor((i + IPO)·S + OPO) to floor((i + 1 + IPO)·S + OPO), where the forward's inverse needs "
+        "ceil: a 1/k downsample sends each gradient to the block's last element",
+        seen_in="PyTorch's CUDA nearest backward sent the gradient of a scale-0.25 downsample to the bottom-right "
+        "pixel instead of the top-left", source="https://github.com/pytorch/pytorch/issues/38985"),
+    Bug("resample-nearest-integer-ratio-floors", "ResampleGrad1 NEAREST with zero offsets and an output k times the "
+        "input picks o // k, whatever the rounding direction and the scale",
+        seen_in="TVM's resize replaced the coordinate by an integer division where the size ratio is an integer, "
+        "even for ceil and round rounding", source="https://github.com/apache/tvm/pull/18838"),
+    Bug("resample-gather-window-five-outputs", "ResampleGrad1 LINEAR gathers into each input only the outputs within "
+        "2 of floor((i + IPO)·S + OPO), dropping taps from outputs farther away (scales above about 2)",
+        seen_in="FlagGems' upsample_linear1d_backward scans a fixed window of outputs around each input's centre and "
+        "drops the terms outside it", source="https://github.com/flagos-ai/FlagGems/issues/5218"),
 )
 
 #: Mistakes that no rule accepting the legitimate variants can catch, with the reason (docs/tolerances.md §6).
@@ -614,9 +830,11 @@ def operators_affected(knobs: Knobs) -> frozenset[str]:
     return frozenset().union(*(KNOB_OPERATORS[name] for name in changed)) if changed else _ALL
 
 
-def _bug(name: str, summary: str) -> Knobs:
-    return replace(STRAIGHT, name=name, summary=summary, bug=name)
+def _bug(bug: Bug) -> Knobs:
+    return replace(STRAIGHT, name=bug.name, summary=bug.summary, bug=bug.name, **dict(bug.knobs))
 
 
-BUGGY: tuple[Knobs, ...] = tuple(_bug(name, summary) for name, summary in BUGS)
-UNCATCHABLE: tuple[Knobs, ...] = tuple(_bug(name, summary) for name, summary, _ in INSIDE_THE_BOUND)
+BUGGY: tuple[Knobs, ...] = tuple(_bug(bug) for bug in BUGS)
+UNCATCHABLE: tuple[Knobs, ...] = tuple(_bug(Bug(name, summary)) for name, summary, _ in INSIDE_THE_BOUND)
+#: Each bug's catalogue entry, by driver name.
+BUG_ENTRIES: dict[str, Bug] = {bug.name: bug for bug in BUGS}
