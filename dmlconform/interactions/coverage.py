@@ -42,16 +42,21 @@ class OperatorCoverage:
         return [(row.interaction, combo) for row in self.by_order[order] for combo in row.missing]
 
 
-def measure(model: OperatorModel, sites: Iterable[Site], cases: int) -> OperatorCoverage:
+def measure(model: OperatorModel, sites: Iterable[Site], cases: int,
+            refusable_sites: Iterable[Site] = ()) -> OperatorCoverage:
+    """`refusable_sites`: those of cases an implementation may refuse (model.refusable), which count only for the
+    interactions that include a refusable feature."""
     seen = set(sites)
-    for site in seen:
+    maybe = set(refusable_sites)
+    for site in seen | maybe:
         model.check_site(site)
     by_order = {}
     for order in ORDERS:
         rows = []
         for interaction in model.interactions(order):
             possible = frozenset(model.project(model.universe, interaction))
-            covered = frozenset(model.project(seen, interaction))
+            covered = frozenset(model.project(seen | maybe if model.counts_for_refusable(interaction) else seen,
+                                              interaction))
             impossible = covered - possible
             if impossible:
                 raise ValueError(f"{model.op}: {interaction.label}: a case exercises {sorted(impossible)[0]}, "

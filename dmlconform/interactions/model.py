@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -46,6 +47,10 @@ class OperatorModel(ABC):
     features: tuple[Feature, ...]
     #: Interactions of three or more features judged worth covering, besides every pair.
     higher: tuple[Interaction, ...] = ()
+    #: Features whose values can make an implementation refuse the whole case legitimately (a case with a `refused`
+    #: candidate answer): such a case's sites count only for interactions that include one of them, since an
+    #: implementation that refuses it exercises nothing else.
+    refusable: tuple[str, ...] = ()
 
     @abstractmethod
     def sites(self, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
@@ -81,6 +86,11 @@ class OperatorModel(ABC):
             return list(self.higher)
         return [Interaction(combo) for combo in itertools.combinations(names, order)]
 
+    def counts_for_refusable(self, interaction: Interaction) -> bool:
+        return any(name in self.refusable for name in interaction.features)
+
     def project(self, sites: Iterable[Site], interaction: Interaction) -> set[tuple[str, ...]]:
-        where = [self.positions[name] for name in interaction.features]
-        return {tuple(site[i] for i in where) for site in sites}
+        pick = operator.itemgetter(*(self.positions[name] for name in interaction.features))
+        if interaction.order == 1:
+            return {(pick(site),) for site in sites}
+        return set(map(pick, sites))

@@ -13,9 +13,11 @@ from dmlconform.interactions.model import OperatorModel, Site
 @cache
 def models() -> dict[str, OperatorModel]:
     from dmlconform.interactions.elementwise import ClipGrad1Model, ReluGradModel
+    from dmlconform.interactions.max_pooling_grad import MaxPoolingGradModel
+    from dmlconform.interactions.resample_grad1 import ResampleGrad1Model
     from dmlconform.interactions.slice_grad import SliceGradModel
 
-    found = [ReluGradModel(), ClipGrad1Model(), SliceGradModel()]
+    found = [ReluGradModel(), ClipGrad1Model(), SliceGradModel(), MaxPoolingGradModel(), ResampleGrad1Model()]
     return {model.op: model for model in found}
 
 
@@ -34,7 +36,8 @@ def cases_coverage(cases: Iterable[Case]) -> list[OperatorCoverage]:
     for op, model in models().items():
         chosen = per_op.get(op, [])
         sites: set[Site] = set()
+        refusable: set[Site] = set()
         for case in chosen:
-            sites |= case_sites(model, case)
-        found.append(measure(model, sites, len(chosen)))
+            (refusable if case.refusal_candidate is not None else sites).update(case_sites(model, case))
+        found.append(measure(model, sites, len(chosen), refusable))
     return found

@@ -18,17 +18,28 @@ from dmlconform.interactions.model import OperatorModel, Site
 Combination = tuple[int, int, tuple[str, ...]]
 
 
-def combinations(model: OperatorModel, sites: Iterable[Site], orders: Sequence[int]) -> set[Combination]:
+def combinations(model: OperatorModel, sites: Iterable[Site], orders: Sequence[int],
+                 refusable: bool = False) -> set[Combination]:
+    """What the sites cover; of a case an implementation may refuse (`refusable`), only the interactions with a
+    refusable feature (OperatorModel.refusable)."""
     sites = list(sites)
     found: set[Combination] = set()
     for order in orders:
         for position, interaction in enumerate(model.interactions(order)):
+            if refusable and not model.counts_for_refusable(interaction):
+                continue
             found.update((position, order, values) for values in model.project(sites, interaction))
     return found
 
 
-def possible(model: OperatorModel, orders: Sequence[int]) -> set[Combination]:
-    return combinations(model, model.universe, orders)
+_POSSIBLE: dict[tuple[int, tuple[int, ...]], frozenset[Combination]] = {}
+
+
+def possible(model: OperatorModel, orders: Sequence[int]) -> frozenset[Combination]:
+    key = (id(model), tuple(orders))
+    if key not in _POSSIBLE:
+        _POSSIBLE[key] = frozenset(combinations(model, model.universe, orders))
+    return _POSSIBLE[key]
 
 
 def choose(candidates: Sequence[set[Combination]], goal: set[Combination],

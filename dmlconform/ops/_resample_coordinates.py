@@ -120,9 +120,11 @@ def ambiguous_picks(x: np.ndarray, delta: np.ndarray, rounding: str) -> np.ndarr
 
 def reach(x: np.ndarray, delta: np.ndarray, n_in: int) -> np.ndarray:
     """R[o, i] = 1 where a LINEAR tap of non-zero weight may land on input i (clamped to the edge) for a
-    coordinate anywhere in x(o) ± Δx(o): inputs floor(x − Δx) to ceil(x + Δx)."""
-    low = np.floor(x - delta).astype(np.int64)
-    high = np.ceil(x + delta).astype(np.int64)
+    coordinate anywhere in x(o) ± Δx(o): inputs floor(x − Δx) to ceil(x + Δx). An infinite coordinate (an infinite
+    offset) reaches the edge it is clamped to: the bounds are clipped before they become integers, which ±inf
+    cannot."""
+    low = np.clip(np.floor(x - delta), -1, n_in).astype(np.int64)
+    high = np.clip(np.ceil(x + delta), -1, n_in).astype(np.int64)
     out = np.zeros((x.size, n_in))
     for o in range(x.size):
         out[o, np.clip(np.arange(low[o], high[o] + 1), 0, n_in - 1)] = 1.0

@@ -148,3 +148,14 @@ def test_a_linear_coordinate_is_exact_only_with_a_scale_that_inverts_exactly():
     assert not coordinates.uncertainty(14, 0.5, -0.5, -0.5, linear=True).any()
     assert coordinates.inverts_exactly(0.25) and coordinates.inverts_exactly(math.inf)
     assert not coordinates.inverts_exactly(0.75) and not coordinates.inverts_exactly(3.0)
+
+
+def test_an_infinite_linear_coordinate_reaches_the_edge_it_is_clamped_to():
+    """An infinite offset makes every coordinate ±inf; LINEAR clamps it to the last (first) element, so that is where
+    the coordinate's slack belongs. (Cast straight to integers, ±inf became the most negative int64 and the slack
+    landed on element 0 whatever the sign: too strict where the gradient is, too loose where it is not.)"""
+    from dmlconform.ops._resample_coordinates import reach
+
+    zero = np.zeros(2)
+    assert reach(np.array([np.inf, np.inf]), zero, 3).tolist() == [[0, 0, 1], [0, 0, 1]]
+    assert reach(np.array([-np.inf, 1.5]), np.array([0.0, 0.25]), 3).tolist() == [[1, 0, 0], [0, 1, 1]]

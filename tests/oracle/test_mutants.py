@@ -70,25 +70,9 @@ def test_every_legitimate_variant_passes_every_bundled_case(knobs, scanned_oracl
     assert not rejected, "\n".join(rejected[:10])
 
 
-#: Bugs that a tier does not kill yet, by (driver, tier), with the case that would: DirectML 1.15.4's two bugs,
-#: found by the full tier, await the generator families that build such cases into the smoke and standard tiers
-#: (issue 30). Strict: the day a bundled case kills one, its test fails until the entry goes.
-AWAITING_CASES: dict[tuple[str, str], str] = {
-    (bug, tier): why for bug, why in (
-        ("slice-merges-whole-axes", "needs an axis read whole (offset 0, size = dX's, stride 1) whose dY is smaller "
-         "than the window, beside an outer axis of stride 1: dX [3, 4], window [0, 0] + [3, 4], strides [1, 1], "
-         "dY [3, 2]"),
-        ("pool-max-starts-at-flt-max", "needs a float32 window of -inf and -FLT_MAX only whose first tap is the "
-         "lowest: X [-inf, -FLT_MAX], window 2, dY [1]"),
-    ) for tier in TIERS_THAT_KILL
-}
-
-
 def _tier_params(tier: str) -> list:
-    """The bugs that must die on `tier`, each expected to fail unless a case for it is still awaited."""
-    return [pytest.param(knobs, id=knobs.name,
-                         marks=[pytest.mark.xfail(strict=True, reason=AWAITING_CASES[knobs.name, tier])]
-                         if (knobs.name, tier) in AWAITING_CASES else [])
+    """The bugs that must die on `tier`."""
+    return [pytest.param(knobs, id=knobs.name)
             for knobs in BUGGY if Tier(BUG_ENTRIES[knobs.name].must_die_on).rank <= Tier(tier).rank]
 
 
@@ -136,7 +120,6 @@ def test_the_catalogue_is_data_and_every_real_bug_names_its_source():
     directml = {bug.name for bug in real if bug.source == DECISIONS_7}
     assert directml == {"slice-merges-whole-axes", "pool-max-starts-at-flt-max"}
     assert all(BUG_ENTRIES[name].must_die_on == "smoke" for name in directml)
-    assert {name for name, _ in AWAITING_CASES} <= set(names)
 
 
 def _same_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -258,8 +241,8 @@ def _witness(op_name: str, params: dict, dtype: DataType, inputs: dict[str, np.n
     return Case("oracle", f"{op_name.lower()}-witness", REPO / "tests", desc, inputs, op.reference(desc, inputs).outputs)
 
 
-#: The cases AWAITING_CASES describes, built here: each kills its DirectML bug and passes every legitimate variant,
-#: so the comparison catches the bug once the generators put such a case in the tiers.
+#: The smallest case for each DirectML bug, built here: each kills its bug and passes every legitimate variant (the
+#: generator's known-bug families, generation/families/known_bugs.py, put such cases in the smoke and standard tiers).
 DIRECTML_WITNESSES = {
     "slice-merges-whole-axes": lambda: _witness(
         "SLICE_GRAD", {"InputWindowOffsets": [0, 0], "InputWindowSizes": [3, 4], "InputWindowStrides": [1, 1]},
@@ -273,7 +256,7 @@ DIRECTML_WITNESSES = {
 
 
 @pytest.mark.parametrize("name", sorted(DIRECTML_WITNESSES))
-def test_the_case_each_directml_bug_awaits_kills_it_and_passes_every_legitimate_variant(name):
+def test_the_smallest_case_of_each_directml_bug_kills_it_and_passes_every_legitimate_variant(name):
     case = DIRECTML_WITNESSES[name]()
     bug = next(knobs for knobs in BUGGY if knobs.name == name)
     assert run_case(case, SimulatedDriver(bug), HIGHEST).status is Status.FAIL
@@ -284,7 +267,7 @@ def test_the_case_each_directml_bug_awaits_kills_it_and_passes_every_legitimate_
 
 def test_directmls_slice_bug_is_the_model_that_reproduced_its_outputs(bundled_cases):
     """`slice-merges-whole-axes` writes what examples/dml_harness/investigate/slice_grad_merged_axes.py's model
-    writes (the model DirectML 1.15.4 matched bit for bit), on every bundled SliceGrad case and on the awaited one."""
+    writes (the model DirectML 1.15.4 matched bit for bit), on every bundled SliceGrad case and the smallest one."""
     import importlib.util
 
     path = REPO / "examples" / "dml_harness" / "investigate" / "slice_grad_merged_axes.py"

@@ -25,15 +25,16 @@ from dmlconform.generation.spec import CaseSpec, TensorSpec
 from dmlconform.generation.values import gradients
 from dmlconform.suite.tiers import Tier
 
-#: (data type, the output's sizes, the gradient's size on the whole axis), outermost axis first; the whole axis is
-#: the last, its outer neighbour read forwards one by one (whole, or partial from an offset).
+#: (data type, the output's sizes, the gradient's size on the whole axis, whether the outer neighbour's window is
+#: partial), outermost axis first; the whole axis is the last, its outer neighbour read forwards one by one (whole,
+#: or from offset 1 to its end: at least two of its elements, or merging would not move anything).
 MERGED_AXES = (
     (DataType.FLOAT32, (3, 5), 2, False),
     (DataType.INT32, (2, 3, 4), 3, True),
     (DataType.FLOAT16, (4, 6), 1, True),
     (DataType.UINT8, (2, 2, 3, 5), 4, False),
     (DataType.INT16, (5, 4), 2, True),
-    (DataType.FLOAT32, (2, 3, 2, 4), 2, True),
+    (DataType.FLOAT32, (2, 3, 4, 4), 2, True),
 )
 
 

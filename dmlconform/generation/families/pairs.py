@@ -23,7 +23,7 @@ from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw
 from dmlconform.generation.families.common import Plan
 from dmlconform.generation.freeze import Rejected, freeze
-from dmlconform.generation.spec import CaseSpec
+from dmlconform.generation.spec import REFUSED, CaseSpec
 from dmlconform.interactions.coverage import goal_orders
 from dmlconform.interactions.model import OperatorModel
 from dmlconform.interactions.registry import models
@@ -56,7 +56,8 @@ def _choose(family: Family, candidate: Candidate) -> tuple[tuple[CaseSpec, ...],
     model = models()[family.op.name]
     count = family.setting("candidates", int)
     specs = [candidate(family, Draw(family.seed, index), index, f"{family.name}-c{index}") for index in range(count)]
-    covers = [combinations(model, spec_sites(model, spec), (1, 2, 3)) for spec in specs]
+    covers = [combinations(model, spec_sites(model, spec), (1, 2, 3), refusable=REFUSED in spec.candidates.values())
+              for spec in specs]
     taken: set[int] = set()
 
     def acceptable(index: int) -> bool:
@@ -131,7 +132,7 @@ def class_values(dtype: DataType, value_class: str, count: int, draw: Draw) -> n
         if kind == "0":
             return np.full(count, sign * 0.0, dtype=np_type)
         if kind == "denormal":
-            steps = np.array([draw.between(1, 2 ** min(info.nmant, 20)) for _ in range(count)], dtype=np.float64)
+            steps = np.array([draw.between(1, 2 ** min(info.nmant, 20) - 1) for _ in range(count)], dtype=np.float64)
             return (sign * steps * float(info.smallest_subnormal)).astype(np_type)
         eighths = np.array([draw.between(4, 64) for _ in range(count)], dtype=np.float64)
         return (sign * eighths / 8).astype(np_type)

@@ -9,6 +9,7 @@ integer gradients, whose sums every summation order computes exactly.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +20,19 @@ from dmlconform.dtypes import DataType
 from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw
 from dmlconform.generation.families.common import Cell, Plan, cell_plans, generated, tensor
-from dmlconform.generation.spec import EDGE_CLAMPED, REFUSED, CaseSpec, TensorSpec
+from dmlconform.generation.families.common import cells as cells_of
+from dmlconform.generation.families.pairs import class_values, pairwise_plans
+from dmlconform.generation.spec import EDGE_CLAMPED, FLUSHED, REFUSED, CaseSpec, TensorSpec
 from dmlconform.generation.values import distinct_nonzero, gradients, pick, small_integer_gradients, specials
+from dmlconform.interactions.max_pooling_grad import (
+    ENUMERATED_TAPS,
+    AxisGeometry,
+    enumerated_windows,
+    lowest_windows,
+    representatives,
+    scan_case,
+    window_choices,
+)
 from dmlconform.ops.max_pooling_grad import argmax_indices, pooled_size
 from dmlconform.suite.generate import generate
 from dmlconform.suite.tiers import Tier
@@ -274,3 +286,147 @@ def pool_nan(family: Family, tier: Tier) -> Iterator[Plan]:
 
 
 KINDS = {"pool-cells": pool_cells, "pool-grid": pool_grid, "pool-shapes": pool_shapes, "pool-nan": pool_nan}
+
+
+def _pair_geometry(draw: Draw, dims: int, overlap: bool, dilated: bool, only_padding: bool) -> Geometry:
+    """Windows of up to six taps when apart (planted whole up to four), up to 3 a side when overlapping (filled at
+    random); dilation 2 or 3 on a spanned axis when dilated; padding at neither end, the start, the end or both, and,
+    where `only_padding`, sometimes as wide as the window (windows of padding only)."""
+    main = draw.below(dims)
+    window, dilations = [1] * dims, [1] * dims
+    # Three or four taps most often: the windows that hold a first tap, a maximum after it, a tie and a NaN. Five or
+    # six, filled at random, put three taps in the input between padding on both sides.
+    window[main] = draw.between(2, 3) if overlap else draw.choice([2, 3, 3, 4, 4, 5] if dilated else
+                                                                  [1, 2, 3, 3, 4, 4, 5])
+    for axis in range(dims):
+        if axis != main and draw.chance(1, 3) and (overlap or window[main] <= 3):
+            window[axis] = 2
+    if dilated:
+        dilations[main] = draw.between(2, 3)
+    extents = [(k - 1) * d + 1 for k, d in zip(window, dilations, strict=True)]
+    strides = [e + draw.below(2) for e in extents]
+    if overlap:
+        strides[main] = draw.between(1, extents[main] - 1)
+    start, end = [0] * dims, [0] * dims
+    for axis, extent in enumerate(extents):
+        side = 2 + draw.below(4)  # 2: none, 3: start, 4: end, 5: both
+        wide = only_padding and draw.chance(1, 4)
+        pad = extent + draw.below(2) if wide else draw.between(1, max(1, extent - 1))
+        if side in (3, 5):
+            start[axis] = pad
+        if side in (4, 5):
+            end[axis] = pad if side == 4 else draw.between(1, max(1, extent - 1))
+    return Geometry(tuple(window), tuple(strides), tuple(start), tuple(end), tuple(dilations))
+
+
+def _rep_values(dtype: DataType, draw: Draw) -> np.ndarray:
+    """Values for the interaction model's representatives (dmlconform/interactions/max_pooling_grad.py): the
+    same class, and the same order within a class, in this data type."""
+    names, _ = representatives()
+    values = np.empty(len(names), dtype=dtype.numpy)
+    for name in dict.fromkeys(names):
+        places = [index for index, n in enumerate(names) if n == name]
+        drawn = np.sort(class_values(dtype, name, len(places), draw))
+        if len(places) == 2 and not drawn[0] < drawn[1]:
+            drawn[1] = np.nextafter(drawn[0], dtype.numpy.type(np.inf) if name[0] == "+" else dtype.numpy.type(0))
+        values[places] = drawn
+    return values
+
+
+def _plant(x: np.ndarray, axes: list[AxisGeometry], reps: np.ndarray, draw: Draw, nan: bool, denormal: bool,
+           lowest: bool) -> None:
+    """Plants a window drawn from the model's enumerated ones (a content chosen evenly, then one of its windows) in
+    every window of every plane of up to four taps in the input (the windows are apart, so each is planted whole):
+    windows with a NaN in a NaN case, none elsewhere."""
+    planes = x.reshape(x.shape[0] * x.shape[1], -1)
+    table = enumerated_windows()
+    for window in itertools.product(*(range(axis.out) for axis in axes)):
+        taps = [[p for p in axis.positions[o] if 0 <= p < axis.extent] for axis, o in zip(axes, window, strict=True)]
+        grid = np.meshgrid(*taps, indexing="ij")
+        flat = np.ravel_multi_index(tuple(g.reshape(-1) for g in grid), tuple(a.extent for a in axes)) \
+            if all(taps) else np.empty(0, dtype=np.int64)
+        if flat.size == 0 or flat.size > ENUMERATED_TAPS:
+            continue
+        choices = window_choices(int(flat.size), nan, denormal, lowest)
+        content = draw.indices(planes.shape[0], choices.sizes.size)
+        pick = (draw.raw(planes.shape[0]) % choices.sizes[content].astype(np.uint64)).astype(np.int64)
+        rows = choices.rows[choices.starts[content] + pick]
+        planes[:, flat] = reps[table.reps[rows, :flat.size]]
+
+
+def pairs_candidate(family: Family, draw: Draw, index: int, case_id: str) -> CaseSpec:
+    """A small case over the interaction model's window features (dmlconform/interactions/max_pooling_grad.py):
+    windows apart, each planted with a window the model enumerates (its maximum's class and place, its first tap's
+    class, NaN, ties), or overlapping and filled from the classes at random; dilation 1 or more, padding anywhere,
+    the gradient at, below or above the pooled size. NaN and fp32 denormals come in cases of their own (each has
+    its candidates), and the windows DirectML 1.15.4 routes to their first tap (nothing above −FLT_MAX, the maximum
+    at a later tap: its bug, DECISIONS.md §7) only in a few, tagged `known-bug`."""
+    cell = draw.choice(sorted(cells_of(family.op)))
+    dtype, dims = cell.dtype, cell.rank - 2
+    nan = draw.chance(1, 3)
+    fp32_denormal = dtype is DataType.FLOAT32 and not nan and draw.chance(1, 4)
+    lowest = draw.chance(1, 8)
+    overlap, dilated = draw.chance(1, 3), draw.chance(1, 2)
+    change = 0 if fp32_denormal else draw.choice([0, 0, 0, 0, 0, 0, -1, 1])
+    for attempt in range(8):
+        simple = not (nan or fp32_denormal)
+        geometry = _pair_geometry(draw, dims, overlap, dilated, only_padding=simple)
+        spatial = []
+        for k, s, d in zip(geometry.window, geometry.strides, geometry.dilations, strict=True):
+            along = draw.between(2, 4) if dims == 2 else draw.between(1, 3)  # windows along the axis, unpadded
+            spatial.append((k - 1) * d + 1 + s * (along - 1) + draw.below(s))
+        pooled = geometry.pooled(tuple(spatial))
+        out = [max(1, p) for p in pooled]
+        if change:
+            movable = [axis for axis, o in enumerate(out) if change > 0 or o > 1]
+            if movable:
+                out[draw.choice(movable)] += change
+        axes = [AxisGeometry(n, o, k, s, a, e, d) for n, o, k, s, a, e, d in zip(
+            spatial, out, geometry.window, geometry.strides, geometry.start, geometry.end, geometry.dilations,
+            strict=True)]
+        # A window with no tap in the input, or no whole window in a padded axis, opens a question of its own: only
+        # a case without NaN or fp32 denormals may ask it (one open question a case, as pool_case frames them).
+        empty = any((~((a.positions >= 0) & (a.positions < a.extent))).all(axis=1).any() for a in axes)
+        if simple or not (empty or min(pooled) < 1):
+            break
+        if attempt == 6:
+            nan = fp32_denormal = False  # the last try asks no question of its own
+    denormal = dtype is not DataType.FLOAT32 or fp32_denormal  # fp16 denormals are kept: no question
+    budget = max(1, 2000 // int(np.prod(spatial)))
+    # DirectML 1.15.4 refuses a gradient of another size than the pooled one: such a case, one plane, only finishes
+    # what the pooled ones leave (the gradient's size beside each value), so that the cases a stack runs cover the rest.
+    planes = 1 if change else draw.between(min(2, budget), min(8, budget))
+    batch = 2 if planes > 3 and draw.chance(1, 2) else 1
+    x_shape = (batch, max(1, planes // batch), *spatial)
+    names, _ = representatives()
+    reps = _rep_values(dtype, draw)
+    allowed = [index for index, name in enumerate(names)
+               if (nan or name != "nan") and (denormal or not name.endswith("denormal"))]
+    if not lowest:  # no window at random holds nothing above −FLT_MAX at a later tap than a −∞ or a NaN
+        barred = ("-inf", "-max") if nan else (draw.choice(["-inf", "-max"]),)
+        allowed = [index for index in allowed if names[index] not in barred]
+    x = reps[np.array(allowed)[draw.indices(int(np.prod(x_shape)), len(allowed))]].reshape(x_shape)
+    if not overlap:
+        _plant(x, axes, reps, draw, nan, denormal, lowest)
+    dy_shape = (*x_shape[:2], *out)
+    with np.errstate(invalid="ignore"):
+        bug = bool(lowest_windows(scan_case(x, axes).contents()).any())
+    tags = ("pairwise", *(("known-bug",) if bug else ()))
+    if not (nan or fp32_denormal):
+        return pool_case(family, case_id, dtype, tensor(x), dy_shape, geometry, draw, tags=tags)
+    dy = tensor(gradients(dtype, int(np.prod(dy_shape)), draw, with_specials=False).reshape(dy_shape))
+    if nan:
+        candidates = {variant: variant for variant in family.op.variants}
+        behaviour, tags = "maxpool-nan-input", (*tags, "nan", "candidates")
+        if tuple(out) != tuple(max(1, p) for p in pooled):  # the refusal decides first (as pool_case says)
+            candidates[REFUSED] = REFUSED
+            behaviour = "maxpool-gradient-not-pooled-size"
+    else:
+        candidates = {"preserved": family.op.variants[0], "flushed": FLUSHED}
+        behaviour, tags = "fp32-denormal-input", (*tags, "denormal", "candidates")
+    return CaseSpec(case_id, OP, geometry.params, {"InputTensor": tensor(x), "InputGradientTensor": dy},
+                    TensorSpec(dtype, x_shape), tags=("generated", family.name, *tags), candidates=candidates,
+                    behaviour=behaviour)
+
+
+KINDS["pool-pairs"] = pairwise_plans(pairs_candidate)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from fractions import Fraction
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -19,8 +20,11 @@ from dmlconform.dtypes import DataType
 from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw
 from dmlconform.generation.families.common import Cell, Plan, cell_plans, generated, tensor
+from dmlconform.generation.families.common import cells as cells_of
+from dmlconform.generation.families.pairs import pairwise_plans
 from dmlconform.generation.spec import CaseSpec, TensorSpec
 from dmlconform.generation.values import gradients
+from dmlconform.interactions.resample_grad1 import NONE, Recipe, probed_recipes
 from dmlconform.suite.tiers import Tier
 
 OP = "RESAMPLE_GRAD1"
@@ -267,3 +271,41 @@ def resample_knife_edges(family: Family, tier: Tier) -> Iterator[Plan]:
 KINDS = {"resample-cells": resample_cells, "resample-grid": resample_grid, "resample-boundaries": resample_boundaries,
          "resample-offsets": resample_offsets, "resample-shapes": resample_shapes,
          "resample-knife-edges": resample_knife_edges}
+
+
+#: The most elements along an axis, by rank, so that a case stays small (under 1,300 elements a tensor).
+PAIR_EXTENTS = {1: 16, 2: 10, 3: 7, 4: 5}
+
+
+@cache
+def _recipes(mode: str, rounding: str, top: int) -> list[tuple[Recipe, ...]]:
+    """Per combination the interaction model finds for this mode and rounding, the probed axes that show it within
+    `top` elements a side."""
+    rounding = rounding if mode == "NEAREST_NEIGHBOR" else NONE
+    found = []
+    for (key_mode, key_rounding, *_), recipes in sorted(probed_recipes().items()):
+        fit = tuple(recipe for recipe in recipes if recipe[3] <= top and recipe[4] < top)
+        if (key_mode, key_rounding) == (mode, rounding) and fit:
+            found.append(fit)
+    return found
+
+
+def pairs_candidate(family: Family, draw: Draw, index: int, case_id: str) -> CaseSpec:
+    """A small case whose every axis shows a combination drawn evenly from those the interaction model finds
+    (dmlconform/interactions/resample_grad1.py: a coordinate on an integer, a half, a knife edge, in between or past
+    either edge, beside a scale of 1, up or down by a power of two or not, and zero, equal or unequal offsets): one
+    of the model's probed axes that shows it, the output extended at random past the coordinate that shows it."""
+    cell = draw.choice(sorted(cells_of(family.op)))
+    mode, rounding = draw.choice(MODES), draw.choice(ROUNDINGS)
+    top = PAIR_EXTENTS[cell.rank]
+    dx, dy, scales, ipo, opo = [], [], [], [], []
+    for _ in range(cell.rank):
+        scale, input_offset, output_offset, n_in, shown = draw.choice(draw.choice(_recipes(mode, rounding, top)))
+        for values, value in zip((dx, dy, scales, ipo, opo),
+                                 (n_in, draw.between(shown + 1, top), scale, input_offset, output_offset), strict=True):
+            values.append(value)
+    return resample_case(family, case_id, cell.dtype, tuple(dx), tuple(dy), mode, rounding, scales, ipo, opo, draw,
+                         tags=("pairwise",))
+
+
+KINDS["resample-pairs"] = pairwise_plans(pairs_candidate)
