@@ -21,7 +21,8 @@ def test_the_standard_tier_leaves_no_cell_empty():
     data = json.loads(result.stdout)
     assert data["format"] == "dmlconform-coverage/v1" and data["tier"] == "standard" and data["empty_cells"] == 0
     slice_cells = data["operators"]["SLICE_GRAD"]["cells"]
-    assert len(slice_cells) == 88 and all(cell["cases"] >= 3 for cell in slice_cells)
+    # two draws per cell from the cells family (the pairwise family exercises more than further random draws did)
+    assert len(slice_cells) == 88 and all(cell["cases"] >= 2 for cell in slice_cells)
     assert {c["level"] for c in slice_cells if c["dtype"] == "INT8" and c["rank"] in (4, 5)} == {"3_0"}
     assert data["operators"]["MAX_POOLING_GRAD"]["levels"] == ["3_0", "4_0"]
 

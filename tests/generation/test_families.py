@@ -112,7 +112,8 @@ def test_fp32_denormals_come_in_x_only_in_dy_only_and_in_both_each_with_its_cand
         expected = {"preserved", "flushed"} | ({"input-flushed", "gradient-flushed"} if x and dy else set())
         assert set(case.candidates) == expected, case.full_id
         seen[(case.op.name, case.behaviour)] += 1
-    assert len(seen) == 6, seen  # ReluGrad and ClipGrad1, three placements each
+    # ReluGrad and ClipGrad1, three placements each; MaxPoolingGrad's pairwise family may add its own (X's denormals)
+    assert len({key for key in seen if key[0] != "MAX_POOLING_GRAD"}) == 6, seen
 
 
 @pytest.mark.slow
