@@ -28,7 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "backends generation",
     "harness runner doctor",
     "results",
-    "triage",
+    "triage history",
     "report",
     "certification",
     "cli __main__",

@@ -1,6 +1,6 @@
 """The `dmlconform` command line: one module per command (run, merge, crosscheck, list/ops/backends, diff,
-show, repro, report, generate, coverage, certify, verify, doctor, fetch, matrix); `common` and `execution` (the run
-engine of run, certify and matrix) are shared."""
+show, repro, report, generate, coverage, certify, verify, doctor, fetch, matrix, history); `common` and `execution`
+(the run engine of run, certify and matrix) are shared."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from dmlconform.cli.diff import diff
 from dmlconform.cli.doctor import doctor
 from dmlconform.cli.fetch import fetch
 from dmlconform.cli.generate import generate
+from dmlconform.cli.history import history
 from dmlconform.cli.listing import backends, list_cases, ops
 from dmlconform.cli.matrix import matrix
 from dmlconform.cli.merge import merge
@@ -34,5 +35,5 @@ def main() -> None:
 
 
 for _command in (run, merge, crosscheck, list_cases, ops, backends, diff, show, repro, report, generate,
-                 coverage, certify, verify, doctor, fetch, matrix):
+                 coverage, certify, verify, doctor, fetch, matrix, history):
     main.add_command(_command)

@@ -27,6 +27,7 @@ from dmlconform.suite.tiers import NAMES
 
 if TYPE_CHECKING:
     from dmlconform.cli.execution import StopRequest
+    from dmlconform.run_result import RunResult
     from dmlconform.suite.limits import SuiteLimits
 
 
@@ -82,6 +83,12 @@ if TYPE_CHECKING:
               "<output>.npy, recorded in the JSON result (for `dmlconform show` and `repro`).")
 @click.option("--artifacts-all", is_flag=True, help="With --artifacts: keep the outputs of every case.")
 @click.option("--tier", "tier_name", type=click.Choice(NAMES), help=TIER_HELP)
+@click.option("--record", is_flag=True, help="Then add the run to the results history (`dmlconform history`), from "
+              "the result document (--json's, when given).")
+@click.option("--db", "history_db", metavar="URL", envvar="DMLCONFORM_DB", help="With --record: the history database "
+              "(a SQLite file or postgresql://...; default $DMLCONFORM_DB, else one in the user's data folder).")
+@click.option("--meta", "history_meta", multiple=True, metavar="KEY=VALUE", help="With --record: metadata of the run "
+              "(build, branch, commit, CI job URL). Repeatable.")
 @directml_options
 @suite_limit_option
 def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expression: str | None,
@@ -90,6 +97,7 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
         skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
         device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
         html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
+        record: bool, history_db: str | None, history_meta: tuple[str, ...],
         directml: str | None, directml_version: str | None, adapter: str | None, warp: bool,
         session_config: tuple[str, ...], program_options: tuple[str, ...], suite_limits: SuiteLimits) -> None:
     """Run suite files or folders (default: the bundled test_vectors/) through a backend.
@@ -113,6 +121,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
          skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
          device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
          html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
+         record: bool, history_db: str | None, history_meta: tuple[str, ...],
          directml: str | None, directml_version: str | None, adapter: str | None, warp: bool,
          session_config: tuple[str, ...], program_options: tuple[str, ...], suite_limits: SuiteLimits) -> int:
     from dmlconform.backends.base import BackendOptions
@@ -133,6 +142,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
         fail(str(exc))
     if artifacts_all and artifacts_dir is None:
         fail("--artifacts-all needs --artifacts DIR")
+    meta = _history_meta(record, history_meta)
     keep = KeepOutputs.NONE if artifacts_dir is None else KeepOutputs.ALL if artifacts_all else KeepOutputs.FAILING
     options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device,
                              directml=directml, directml_version=directml_version, adapter=adapter, warp=warp,
@@ -147,6 +157,43 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
     write_reports(run, json_path, junit_path, failures_path, expectations)
     if html_path is not None:
         write_html_report(run, html_path)
+    if record:
+        _record(run, json_path, history_db, meta)
     if stop.signal is not None:
         return stop.exit_status
     return EXIT_OK if run.passed else EXIT_FAILED
+
+
+def _history_meta(record: bool, items: tuple[str, ...]) -> dict[str, str]:
+    """--meta, checked before the run rather than after it."""
+    if not items:
+        return {}
+    if not record:
+        fail("--meta is for --record")
+    from dmlconform.history import HistoryError
+    from dmlconform.history.ingest import parse_meta
+
+    try:
+        return parse_meta(items)
+    except HistoryError as exc:
+        fail(str(exc))
+
+
+def _record(run: RunResult, json_path: Path | None, url: str | None, meta: dict[str, str]) -> None:
+    """The run into the history, from its result document: the file --json wrote (the same run as a later `history
+    add` of that file), else the document as it would be written."""
+    from dmlconform.history import HistoryError
+    from dmlconform.history.database import open_database
+    from dmlconform.history.ingest import add_records, read_record, record_from_text
+    from dmlconform.report.json_report import dumps
+    from dmlconform.results.document import to_document
+
+    try:
+        record = read_record(json_path, meta) if json_path is not None else \
+            record_from_text(dumps(to_document(run)), "dmlconform run", meta)
+        with open_database(url, create=True) as database:
+            (added,) = add_records(database, [record])
+            where = database.shown
+    except HistoryError as exc:
+        fail(str(exc))
+    click.echo(f"dmlconform: recorded as run #{added.run_id} of {added.stack} in {where}", err=True)
