@@ -41,6 +41,9 @@ ENUM_VALUES: dict[str, dict[str, int]] = {
 
 #: Reply statuses a harness may send for a case, and what each one means to the runner.
 REPLY_STATUSES = ("ok", "unsupported", "refused", "error", "device_removed")
+#: The most requests a harness may ask to have in flight (its hello's `pipeline`): a garbled number must not make
+#: the runner hold an absurd amount of requests.
+MAX_PIPELINE = 64
 
 
 class ProtocolError(Exception):
@@ -480,6 +483,9 @@ class Hello:
     #: Operator name -> data types the harness runs; None: it decides case by case.
     operators: dict[str, frozenset[DataType]] | None
     extra: dict[str, str] = field(default_factory=dict)
+    #: How many requests the runner may have sent and not yet had answered (section 1 of docs/native-harness.md):
+    #: 1, one at a time, unless the harness's hello says `pipeline`.
+    pipeline: int = 1
 
 
 def encode_hello_reply(hello: Hello) -> bytes:
@@ -491,7 +497,18 @@ def encode_hello_reply(hello: Hello) -> bytes:
     }
     if hello.operators is not None:
         header["operators"] = {op: sorted(d.name for d in dtypes) for op, dtypes in hello.operators.items()}
+    if hello.pipeline > 1:
+        header["pipeline"] = hello.pipeline
     return encode_frame(header)
+
+
+def _pipeline(header: Mapping[str, Any]) -> int:
+    """The hello's `pipeline`: how many requests the harness reads ahead of its replies (absent: 1)."""
+    raw = header.get("pipeline", 1)
+    if not _is_int(raw) or not 1 <= raw <= MAX_PIPELINE:
+        raise ProtocolError(f"hello: pipeline must be a whole number of requests from 1 to {MAX_PIPELINE}, "
+                            f"got {raw!r}")
+    return int(raw)
 
 
 def decode_hello(frame: Frame) -> Hello:
@@ -528,4 +545,4 @@ def decode_hello(frame: Frame) -> Hello:
                                                        "feature_level_source")}
     return Hello(PROTOCOL_VERSION, text["name"] or "harness", text["version"], text["adapter"] or "unknown adapter",
                  text["driver_version"], text["api"], level, text["feature_level_source"], operators,
-                 {str(k): str(v) for k, v in extra.items()} if isinstance(extra, dict) else {})
+                 {str(k): str(v) for k, v in extra.items()} if isinstance(extra, dict) else {}, _pipeline(header))

@@ -227,7 +227,19 @@ def test_hello_accepts_level_names_and_values() -> None:
         assert hello.operators == {"SLICE_GRAD": frozenset({DataType.FLOAT32, DataType.FLOAT16})}
 
 
+def test_hello_pipeline_says_how_many_requests_may_be_outstanding() -> None:
+    base = {"type": "hello", "protocol": 1, "feature_level": "5_1"}
+    assert protocol.decode_hello(read_back(protocol.encode_frame(base))).pipeline == 1  # absent: one at a time
+    hello = protocol.decode_hello(read_back(protocol.encode_frame({**base, "pipeline": 16})))
+    assert hello.pipeline == 16
+    assert protocol.decode_hello(read_back(protocol.encode_hello_reply(hello))).pipeline == 16  # round trip
+
+
 @pytest.mark.parametrize(("header", "words"), [
+    ({"type": "hello", "protocol": 1, "feature_level": "5_1", "pipeline": 0}, "pipeline must be"),
+    ({"type": "hello", "protocol": 1, "feature_level": "5_1", "pipeline": True}, "pipeline must be"),
+    ({"type": "hello", "protocol": 1, "feature_level": "5_1", "pipeline": "4"}, "pipeline must be"),
+    ({"type": "hello", "protocol": 1, "feature_level": "5_1", "pipeline": 10**6}, "from 1 to 64"),
     ({"type": "hello", "protocol": 2, "feature_level": "5_1"}, "protocol 2"),
     ({"type": "hello", "protocol": 1, "feature_level": "9_9"}, "feature_level"),
     ({"type": "error", "message": "no adapter"}, "no adapter"),

@@ -64,10 +64,18 @@ def create(options: BackendOptions) -> DirectMLBackend:
 
 def prepare_wine(options: BackendOptions | None = None) -> None:
     """Once per command, before any worker process starts a program: DirectML.dll found and checked (a missing one
-    is said at once, before Wine is touched), the Wine prefix made (a minute's work, not for each worker to wait on)
-    and a missing Wine said in one line. Only the DLL on Windows."""
+    is said at once, before Wine is touched), the Wine prefix made (a minute's work, not for each worker to wait on),
+    its wineserver started to linger for the next programs, and a missing Wine said in one line. Only the DLL on
+    Windows."""
     from dmlconform.directml.library import DirectMLNotFound, choose_directml
-    from dmlconform.directml.wine import ensure_prefix, find_wine, needs_wine, prefix_display, wine_prefix
+    from dmlconform.directml.wine import (
+        ensure_prefix,
+        find_wine,
+        keep_wineserver,
+        needs_wine,
+        prefix_display,
+        wine_prefix,
+    )
 
     if options is not None:
         try:
@@ -80,6 +88,7 @@ def prepare_wine(options: BackendOptions | None = None) -> None:
         wine = find_wine()
         prefix = wine_prefix(wine)
         ensure_prefix(wine, prefix, _log)
+        keep_wineserver(wine, prefix)
         prefix_display(prefix)
     except WineUnavailable as exc:
         raise RuntimeError(str(exc)) from None

@@ -21,6 +21,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dmlconform import __version__
@@ -39,6 +40,9 @@ STDERR_LINES = 40
 #: A reply's header holds a status, a message and tensor entries: far less than this.
 REPLY_HEADER_BYTES = 1 << 20
 MAX_STDERR_LINE = 2000
+#: Requests a pipelining harness holds at most: enough that it never waits for the runner (which decodes and judges
+#: one reply while the harness runs the next), few enough that a retry runs soon after its case.
+PIPELINE_DEPTH = 4
 _PYTHON_NAMES = ("python", "python3", "python.exe", "python3.exe")
 
 
@@ -54,6 +58,12 @@ class _Timeout(Exception):
 
 class _WriteFailed(Exception):
     pass
+
+
+#: What the writer thread puts among the harness's output when a write fails (see HarnessProcess.read_frame).
+_WRITE_FAILED = object()
+#: How long a harness that stopped taking requests, but is alive, may still deliver replies it had written.
+WRITE_FAILED_GRACE_S = 0.5
 
 
 def harness_argv(command: str) -> list[str]:
@@ -88,7 +98,8 @@ class HarnessProcess:
                                             env={**os.environ, **environment} if environment else None)
         except OSError as exc:
             raise HarnessStartError(f"cannot start harness {shlex.join(argv)}: {exc.strerror or exc}") from None
-        self._inbound: queue.Queue[bytes | BaseException] = queue.Queue()
+        self._inbound: queue.Queue[bytes | BaseException | object] = queue.Queue()
+        self._write_error: _WriteFailed | None = None
         self._outbound: queue.Queue[bytes | None] = queue.Queue()
         self._buffer = bytearray()
         self._stdout_closed = False
@@ -119,7 +130,8 @@ class HarnessProcess:
                 while view:
                     view = view[os.write(fd, view):]
             except OSError as exc:  # broken pipe: the harness exited or closed its stdin
-                self._inbound.put(_WriteFailed(str(exc)))
+                self._write_error = _WriteFailed(str(exc))
+                self._inbound.put(_WRITE_FAILED)
                 return
         with contextlib.suppress(OSError):
             self.process.stdin.close()  # end of stream tells the harness to exit
@@ -153,23 +165,38 @@ class HarnessProcess:
 
     def read_frame(self, deadline: float, max_payload: int = 0) -> Frame:
         """Read one frame before the deadline, its header at most REPLY_HEADER_BYTES and its payload at most
-        `max_payload`; raises _Timeout, StreamEnded, _WriteFailed or ProtocolError."""
+        `max_payload`; raises _Timeout, StreamEnded, _WriteFailed or ProtocolError.
+
+        A failed write (a request behind this one, when requests are pipelined) does not overtake what the harness
+        wrote before it: a dead harness's last replies and the end of its stdout are read first, and a live one that
+        stopped taking requests has WRITE_FAILED_GRACE_S to deliver the reply being read."""
         received = 0
+
+        def next_item() -> bytes | BaseException | object:
+            remaining = deadline - time.monotonic()
+            try:
+                return self._inbound.get(timeout=max(remaining, 0.0)) if remaining > 0 else \
+                    self._inbound.get_nowait()
+            except queue.Empty:
+                raise _Timeout(received) from None
 
         def read(count: int) -> bytes:
             nonlocal received
             while not self._buffer:
                 if self._stdout_closed:
                     return b""
-                remaining = deadline - time.monotonic()
-                try:
-                    item = self._inbound.get(timeout=max(remaining, 0.0)) if remaining > 0 else \
-                        self._inbound.get_nowait()
-                except queue.Empty:
-                    raise _Timeout(received) from None
+                item = next_item()
+                if item is _WRITE_FAILED:
+                    if self.process.poll() is not None:
+                        continue  # it exited: what it wrote, then the end of its stdout, are still to come
+                    try:
+                        item = self._inbound.get(timeout=WRITE_FAILED_GRACE_S)
+                    except queue.Empty:
+                        assert self._write_error is not None
+                        raise self._write_error from None
                 if isinstance(item, BaseException):
                     raise item
-                if not item:
+                if not isinstance(item, bytes) or not item:
                     self._stdout_closed = True
                     return b""
                 self._buffer += item
@@ -230,11 +257,29 @@ def describe_exit(code: int) -> str:
     return f"exit code {code}"
 
 
+@dataclass
+class _Request:
+    """A request given to the client and not yet answered: its bytes are kept until then, so that it can go again to
+    a fresh process when the one it went to died answering an earlier request."""
+
+    case_id: str
+    data: bytes
+    expected: Mapping[str, TensorDesc]
+    #: When it went to the running process (None: not sent yet).
+    sent_at: float | None = None
+
+
 class HarnessClient:
     """A harness process seen from the runner: started with its handshake, restarted when it died or its stream can
-    no longer be trusted, and one request at a time with a deadline. Whatever the process does, `exchange` returns
-    the reply or the Outcome it comes to (TIMEOUT, CRASH, ERROR). The native backend sends it DirectML operator
-    descriptions; the onnxruntime backend sends an ONNX model host its models (docs/native-harness.md section 9)."""
+    no longer be trusted, and requests with a deadline each. Whatever the process does, a request comes to its reply
+    or to the Outcome it comes to (TIMEOUT, CRASH, ERROR). The native backend sends it DirectML operator
+    descriptions; the onnxruntime backend sends an ONNX model host its models (docs/native-harness.md section 9).
+
+    `exchange` is one request at a time. `submit` and `collect` keep up to `pipeline` requests in the harness (as
+    many as its hello allows, at most PIPELINE_DEPTH), so that it never waits for the runner between cases; replies
+    come back in order. A request's deadline runs from when the harness could begin it: its own sending or the
+    previous reply, whichever is later. When the harness dies, hangs or garbles the stream on a request, that request
+    alone comes to CRASH, TIMEOUT or ERROR: those sent behind it go again, unanswered, to a fresh process."""
 
     def __init__(self, command: str, timeout_s: float, decode_hello: Callable[[Frame], Any] = protocol.decode_hello,
                  client: str = f"dmlconform {__version__}", what: str = "harness", argv: Sequence[str] | None = None,
@@ -252,6 +297,11 @@ class HarnessClient:
         self.restarts = 0
         self._failed_starts = 0
         self._process: HarnessProcess | None = None
+        #: Sent to the running process and not answered yet, oldest first; then those still to send.
+        self._sent: deque[_Request] = deque()
+        self._waiting: deque[_Request] = deque()
+        #: When the running process's last reply was read.
+        self._answered_at = 0.0
         self.hello = self._start()  # raises HarnessStartError: the run cannot begin without a harness
 
     @property
@@ -261,6 +311,16 @@ class HarnessClient:
     @property
     def pid(self) -> int | None:
         return self._process.process.pid if self._process is not None else None
+
+    @property
+    def pipeline(self) -> int:
+        """How many requests `submit` keeps in the harness at once: what its hello allows, at most PIPELINE_DEPTH."""
+        return max(1, min(int(getattr(self.hello, "pipeline", 1)), PIPELINE_DEPTH))
+
+    @property
+    def outstanding(self) -> int:
+        """Requests submitted and not yet collected."""
+        return len(self._sent) + len(self._waiting)
 
     # -- life cycle --------------------------------------------------------------------------------
     def _start(self) -> Any:
@@ -283,6 +343,7 @@ class HarnessClient:
             raise HarnessStartError(f"{self.what} {self.command!r} handshake failed: {exc}"
                                     + (f"; last stderr: {tail}" if tail else "")) from None
         self._process = process
+        self._answered_at = 0.0
         return hello
 
     def _running(self) -> HarnessProcess:
@@ -306,46 +367,87 @@ class HarnessClient:
         return self._process
 
     def discard(self, kill: bool = True) -> None:
-        """Forget the running process (killed unless told otherwise); the next exchange starts a fresh one."""
+        """Forget the running process (killed unless told otherwise); the next request starts a fresh one, and the
+        requests it had not answered go to that one."""
         if self._process is not None:
             if kill:
                 self._process.kill()
             self._process = None
+        for request in reversed(self._sent):
+            request.sent_at = None
+            self._waiting.appendleft(request)
+        self._sent.clear()
 
     def close(self) -> None:
         if self._process is not None:
             self._process.stop()
             self._process = None
 
-    # -- one request -------------------------------------------------------------------------------
+    # -- requests ----------------------------------------------------------------------------------
     def exchange(self, case_id: str, request: bytes, expected: Mapping[str, TensorDesc]) -> protocol.Reply | Outcome:
         """Send one request and read its reply: a Reply (for any status the protocol knows) or, when the process
         hung, died or answered garbage, the Outcome that comes to."""
+        assert not self.outstanding, "exchange with submitted requests not collected"
+        self.submit(case_id, request, expected)
+        return self.collect()
+
+    def submit(self, case_id: str, request: bytes, expected: Mapping[str, TensorDesc]) -> None:
+        """Queue a request; it goes to the harness as soon as fewer than `pipeline` are unanswered there."""
+        self._waiting.append(_Request(case_id, request, expected))
+        if self._process is not None:
+            self._send_more(self._process)
+
+    def _send_more(self, process: HarnessProcess) -> None:
+        while self._waiting and len(self._sent) < self.pipeline:
+            request = self._waiting.popleft()
+            request.sent_at = time.monotonic()
+            process.send(request.data)
+            self._sent.append(request)
+
+    def collect(self) -> protocol.Reply | Outcome:
+        """The reply to the oldest request submitted and not yet collected, or the Outcome it came to."""
+        assert self.outstanding, "collect without a submitted request"
         try:
             process = self._running()
         except HarnessStartError as exc:
+            (self._sent or self._waiting).popleft()
             return Outcome.error(f"{self.what} unavailable: {exc}")
-        deadline = time.monotonic() + self.timeout_s
-        process.send(request)
+        self._send_more(process)
+        request = self._sent[0]
+        assert request.sent_at is not None
+        deadline = max(request.sent_at, self._answered_at) + self.timeout_s
         try:
-            reply = protocol.decode_result(process.read_frame(deadline, payload_bound(expected)), case_id, expected)
+            reply = protocol.decode_result(process.read_frame(deadline, payload_bound(request.expected)),
+                                           request.case_id, request.expected)
         except _Timeout as exc:
+            self._sent.popleft()
             self.discard()
             partial = f" ({exc.received} bytes of a reply had arrived)" if exc.received else ""
             return Outcome(OutcomeKind.TIMEOUT, message=f"no reply within {self.timeout_s:g} s{partial}; "
                            f"{self.what} killed and restarted")
         except (StreamEnded, _WriteFailed) as exc:
+            self._sent.popleft()
             return self._ended(process, exc)
         except ProtocolError as exc:
+            self._sent.popleft()
             if exc.fatal:
                 self.discard()
             restarted = f"; {self.what} restarted" if exc.fatal else ""
             return Outcome.error(f"malformed reply from the {self.what}: {exc}{restarted}")
+        except Exception as exc:  # a bug reading the reply: where the stream stands is unknown, so start afresh
+            self._sent.popleft()
+            self.discard()
+            return Outcome.error(f"reading the {self.what}'s reply raised {type(exc).__name__}: {exc}; "
+                                 f"{self.what} restarted")
+        self._sent.popleft()
+        self._answered_at = time.monotonic()
         if reply.status == "device_removed":
             # The device is gone and the process exits after saying so; the next case gets a fresh one.
             if process.exit_code(2.0) is None:
                 process.kill()
             self.discard(kill=False)
+        else:
+            self._send_more(process)
         return reply
 
     def _ended(self, process: HarnessProcess, exc: Exception) -> Outcome:
@@ -406,10 +508,18 @@ class NativeBackend:
         self.harness = HarnessClient(command, timeout_s, protocol.decode_hello, client, argv=argv,
                                      environment=environment)
         self.hello: Hello = self.harness.hello
+        #: Cases submitted and not collected, in order: an Outcome already known (declined, not encodable) or None
+        #: for one whose request went to the harness client.
+        self._submitted: deque[Outcome | None] = deque()
 
     @property
     def restarts(self) -> int:
         return self.harness.restarts
+
+    @property
+    def pipeline(self) -> int:
+        """Cases worth submitting ahead of their outcomes (1: the harness takes one request at a time)."""
+        return self.harness.pipeline
 
     # -- Backend protocol --------------------------------------------------------------------------
     def info(self) -> BackendInfo:
@@ -425,15 +535,31 @@ class NativeBackend:
                            {k: v for k, v in extra.items() if v})
 
     def run(self, case: Case) -> Outcome:
+        assert not self._submitted, "run with submitted cases not collected"
+        self.submit(case)
+        return self.collect()
+
+    def submit(self, case: Case) -> None:
+        """Hand the case to the harness without waiting for it: `collect` returns outcomes in submission order."""
         declined = self._declined(case)
         if declined:
-            return Outcome.not_supported(declined)
+            self._submitted.append(Outcome.not_supported(declined))
+            return
         try:
             request = protocol.encode_run_request(case.full_id, case.description, case.inputs)
         except (ValueError, KeyError, TypeError) as exc:
-            return Outcome.error(f"cannot encode the case for the harness: {exc}")
-        reply = self.harness.exchange(case.full_id, request,
-                                      {name: case.description.tensors[name] for name in case.op.outputs})
+            self._submitted.append(Outcome.error(f"cannot encode the case for the harness: {exc}"))
+            return
+        expected = {name: case.description.tensors[name] for name in case.op.outputs}
+        self._submitted.append(None)
+        self.harness.submit(case.full_id, request, expected)
+
+    def collect(self) -> Outcome:
+        """The outcome of the oldest case submitted and not yet collected."""
+        known = self._submitted.popleft()
+        if known is not None:
+            return known
+        reply = self.harness.collect()
         return reply if isinstance(reply, Outcome) else reply_outcome(reply)
 
     def close(self) -> None:

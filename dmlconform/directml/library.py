@@ -527,11 +527,30 @@ def choose_directml(path: str | None, version: str | None,
         if installed is not None:
             dll, installed_version = installed
             return _chosen(dll, f"{PACKAGE} {installed_version} (installed)", None)
-    cached = releases(cache)
-    if cached:
-        release = next((r for r in cached if r.package_version == DEFAULT_VERSION), cached[0])
+    release = _first_valid(_release_folders(cache, prefer=DEFAULT_VERSION))
+    if release is not None:
         return _chosen(release.directml_dll, f"cache: {PACKAGE} {release.package_version}", release)
     raise DirectMLNotFound("no DirectML.dll: run `dmlconform fetch directml` (or give --directml PATH)")
+
+
+def _release_folders(root: Path | None, prefer: str) -> list[Path]:
+    """The cache's release folders, `prefer` first, then newest first: the order `choose_directml` takes them in."""
+    folder = releases_folder(root)
+    _remove_stale_staging(folder)
+    found = []
+    with contextlib.suppress(OSError):
+        found = [entry for entry in folder.iterdir() if not entry.name.startswith(".") and entry.is_dir()]
+    found.sort(key=lambda entry: version_key(entry.name), reverse=True)
+    return sorted(found, key=lambda entry: entry.name != prefer)  # stable: the rest stay newest first
+
+
+def _first_valid(folders: list[Path]) -> FetchedRelease | None:
+    """The first folder that holds a valid release. Each is checked (every file's digest) only when it is reached:
+    a run chooses one release, and checking the dozens a matrix fetched would cost every start most of a second."""
+    for folder in folders:
+        with contextlib.suppress(ReleaseError):
+            return load_release(folder)
+    return None
 
 
 def installed_directml() -> tuple[Path, str] | None:

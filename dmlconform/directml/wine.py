@@ -36,6 +36,10 @@ ICD_FOLDERS = ("/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/etc
 DRIVER_ALIASES = {"lavapipe": "lvp", "llvmpipe": "lvp", "radv": "radeon", "amd": "radeon", "anv": "intel"}
 WINEBOOT_TIMEOUT_S = 300.0
 XVFB_START_S = 15.0
+#: How long the prefix's wineserver stays up after its last program exits (`wineserver -p`). A program started on a
+#: running server begins in 0.05-0.3 s; one that must first bring the server and Wine's own services up, about a
+#: second (measured here, 2026-11-26): each command would pay that per harness start otherwise.
+WINESERVER_LINGER_S = 300
 
 
 class WineUnavailable(RuntimeError):
@@ -162,6 +166,18 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def keep_wineserver(wine: Wine, prefix: Path) -> None:
+    """Start the prefix's wineserver, to stay up WINESERVER_LINGER_S after its last program (as the prefix's Xvfb
+    stays up): the programs of this command and of the next ones then start on a running server. Where one already
+    runs it stays as it is (the new one sees it and exits at once), so this costs a few milliseconds."""
+    if wine.server is None:
+        return
+    with contextlib.suppress(OSError):
+        subprocess.Popen([str(wine.server), f"-p{WINESERVER_LINGER_S}"],
+                         env={**os.environ, **_wine_environment(prefix, None)}, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def _wait_for_wineserver(wine: Wine, env: Mapping[str, str], timeout_s: float = 60.0) -> None:

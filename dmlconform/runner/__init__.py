@@ -21,7 +21,8 @@ from dmlconform.feature_levels import FeatureLevel
 from dmlconform.run_result import RunResult, summary
 from dmlconform.runner.judge import evaluate, judge_outcome
 
-__all__ = ["KeepOutputs", "RunResult", "default_retries", "evaluate", "raw_status", "run_case", "run_cases", "summary"]
+__all__ = ["KeepOutputs", "RunResult", "default_retries", "evaluate", "judge_case", "raw_status", "run_case",
+           "run_cases", "summary"]
 
 #: Moved elements kept per case; the count says how many there were in all.
 MOVED_SHOWN = 10
@@ -65,6 +66,17 @@ def run_case(case: Case, backend: Backend, target: FeatureLevel, repeat: int = 1
     clock = time.perf_counter()
     try:
         outcomes = [backend_outcome(case, backend) for _ in range(repeat)]
+    except BaseException:
+        case.forget_references()
+        raise
+    return judge_case(case, outcomes, target, keep_outputs, clock)
+
+
+def judge_case(case: Case, outcomes: list[Outcome], target: FeatureLevel,
+               keep_outputs: KeepOutputs = KeepOutputs.NONE, clock: float | None = None) -> CaseResult:
+    """The result of a case's runs (`run_case`), once the backend has returned them; `clock` (perf_counter) is when
+    the case began, for its duration."""
+    try:
         judged = [judge_outcome(case, outcome, target) for outcome in outcomes]
     finally:
         case.forget_references()
@@ -78,9 +90,10 @@ def run_case(case: Case, backend: Backend, target: FeatureLevel, repeat: int = 1
     if outcome.kind is OutcomeKind.OUTPUTS and (keep_outputs is KeepOutputs.ALL or (
             keep_outputs is KeepOutputs.FAILING and raw_status(result) in (Status.FAIL, Status.ERROR))):
         result.actual_outputs = dict(outcome.outputs)
-    if repeat > 1:
+    if len(outcomes) > 1:
         _record_moved(case, outcomes, result)
-    result.duration_s = time.perf_counter() - clock
+    if clock is not None:
+        result.duration_s = time.perf_counter() - clock
     return result
 
 

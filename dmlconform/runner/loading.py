@@ -166,8 +166,21 @@ def _parse_in_parallel(files: list[tuple[Path, Path]], tier: Tier | None, limits
             else:
                 again.append(position)
 
-    workers = [_Helper() for _ in range(helpers)]
-    threads = [threading.Thread(target=serve, args=(w,), name="dmlconform-loader", daemon=True) for w in workers]
+    workers: list[_Helper] = []
+
+    def start_and_serve() -> None:
+        # Started from the thread that serves it: the first start may wait for the fork server to come up (the
+        # worker pool starts it at the same time), and this process parses files meanwhile.
+        try:
+            helper = _Helper()
+        except Exception:  # no helper: this process parses its files
+            return
+        with lock:
+            workers.append(helper)
+        serve(helper)
+
+    threads = [threading.Thread(target=start_and_serve, name="dmlconform-loader", daemon=True)
+               for _ in range(helpers)]
     finished = False
     try:
         for thread in threads:

@@ -1,10 +1,12 @@
 """Run cases in worker processes, each with a backend of its own (for `native`, a harness of its own).
 
 The parent hands out cases in order, several to a message for fast cases (see QUEUED_S), and collects one
-result per case; the order cases finish in does not matter because every result carries its index in the
-selection. A worker that dies costs the case it was running (CRASH) and is replaced; a case that outlives
-its deadline costs its worker (TIMEOUT). A failing case is retried on the worker that ran it, immediately,
-so a harness's state carries over the way it would in a serial run.
+message per case with its attempts; the order cases finish in does not matter because every result carries its index
+in the selection. A worker that dies costs the oldest case it had not answered (CRASH) and is replaced; a worker that
+makes no progress within the deadline costs that case (TIMEOUT). A failing case is retried on the worker that ran it,
+by the worker itself (serve.py: at once, or, on a pipelining harness, behind the few cases already in the harness), so
+that a harness's state carries over; a retry policy that cannot travel to the workers (a lambda) keeps the retries in
+the parent, one case at a time.
 
 Workers start their own process group (POSIX), so a terminal's Ctrl-C reaches only the parent, and
 `kill` takes each worker down together with the harness it started. Workers also watch a lifeline
@@ -34,8 +36,9 @@ from dmlconform.case import Case
 from dmlconform.case_result import CaseResult
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.ops import OPERATORS, find_operator
-from dmlconform.runner import KeepOutputs, run_case
+from dmlconform.runner import KeepOutputs
 from dmlconform.runner.judge import judge_outcome
+from dmlconform.runner.serve import Message, RetryPolicy, Server
 
 #: How often the parent looks at the stop flag and the deadlines while it waits for results.
 POLL_S = 0.1
@@ -114,30 +117,32 @@ def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> 
         return
     try:
         info = backend.info()
-        conn.send(("ready", info))
-        target = setup.target or info.feature_level
-        inbox: queue.SimpleQueue[list[tuple[int, Case]] | None] = queue.SimpleQueue()
+        inbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
+        send_lock = threading.Lock()
+
+        def send(kind: str, payload: object) -> None:
+            with send_lock:
+                conn.send((kind, payload))
+
+        server = Server(backend, setup.target or info.feature_level, setup.repeat, setup.keep_outputs, inbox, send)
+        conn.send(("ready", info, server.depth + 2 if server.depth else 1))
         threading.Thread(target=_take_in_tasks, args=(conn, inbox), daemon=True).start()
-        while (tasks := inbox.get()) is not None:
-            for index, case in tasks:
-                result = run_case(case, backend, target, setup.repeat, setup.keep_outputs)
-                result.index = index
-                conn.send(("result", result))
+        server.serve()
     finally:
         backend.close()
 
 
-def _take_in_tasks(conn: Connection, inbox: queue.SimpleQueue[list[tuple[int, Case]] | None]) -> None:
+def _take_in_tasks(conn: Connection, inbox: queue.SimpleQueue[Message]) -> None:
     """Read the parent's messages as they come, whatever the worker is running. The parent blocks while it sends
     a message larger than the pipe holds; were the worker to read only between cases, it could meanwhile block
     sending a large result (kept outputs) that the blocked parent never reads: both would wait for ever."""
     while True:
         try:
-            tasks = receive_tasks(conn)
+            message = receive_tasks(conn)
         except Exception:  # the pipe closed, or a message that cannot be read: the worker ends
-            tasks = None
-        inbox.put(tasks)
-        if tasks is None:
+            message = None
+        inbox.put(message)
+        if message is None:
             return
 
 
@@ -159,13 +164,18 @@ def send_tasks(conn: Connection, tasks: list[tuple[int, Case]]) -> None:
         conn.send_bytes(buffer.raw())
 
 
-def receive_tasks(conn: Connection) -> list[tuple[int, Case]] | None:
-    """What send_tasks sent (None: stop). The arrays wrap the bytes read, so they are read-only."""
+def receive_tasks(conn: Connection) -> Message:
+    """What send_tasks sent, or the retry policy (None: stop). The arrays wrap the bytes read, so they are
+    read-only."""
     message = conn.recv()
     if message is None:
         return None
+    if message[0] == "policy":
+        policy = message[1]
+        return policy if isinstance(policy, RetryPolicy) else None
     count, header = message
-    return pickle.loads(header, buffers=[conn.recv_bytes() for _ in range(count)])
+    tasks: list[tuple[int, Case]] = pickle.loads(header, buffers=[conn.recv_bytes() for _ in range(count)])
+    return tasks
 
 
 def _die_with_parent(lifeline: Connection) -> None:
@@ -218,12 +228,20 @@ class _Worker:
         send_tasks(self.conn, tasks)
         self.tasks.extend(tasks)
 
-    def answered(self, deadline_s: float) -> tuple[int, Case]:
-        """The running case has its result; the next one sent, if any, runs from now."""
-        task = self.tasks.popleft()
+    def answered(self, index: int, deadline_s: float) -> tuple[int, Case]:
+        """The case with this index has its result (the oldest, unless one before it runs again); the worker has
+        deadline_s from now for its next."""
+        position = next((i for i, (held, _) in enumerate(self.tasks) if held == index), None)
+        if position is None:
+            raise KeyError(index)
+        task = self.tasks[position]
+        del self.tasks[position]
+        self.progressed(deadline_s)
+        return task
+
+    def progressed(self, deadline_s: float) -> None:
         if self.tasks:
             self.deadline = time.monotonic() + deadline_s
-        return task
 
     def kill(self) -> None:
         pid = self.process.pid
@@ -272,17 +290,45 @@ class WorkerPool:
         self.target: FeatureLevel | None = None
         #: A running mean of the cases' durations so far (None before the first), for how many a worker holds.
         self.case_s: float | None = None
+        #: Cases a worker wants to hold at least (what its backend keeps in flight, and the next ones).
+        self.prefetch = 1
+        #: The retry policy the workers apply themselves (None: retries, if any, are the parent's).
+        self.policy: RetryPolicy | None = None
+        self._launching: threading.Thread | None = None
+        self._launched: list[_Worker] = []
 
     # -- life cycle --------------------------------------------------------------------------------
     def launch(self) -> None:
-        """Start the worker processes; they create their backends while the caller does other work."""
-        self.workers = [_Worker(self.context, self.setup, slot) for slot in range(self.jobs)]
+        """Start the worker processes, from a thread of this process: the first start waits for the fork server to
+        import its modules (a few tenths of a second) and the caller meanwhile does other work (loading the suites);
+        each worker then creates its backend."""
+        started: list[_Worker] = []
+
+        def start_workers() -> None:
+            for slot in range(self.jobs):
+                started.append(_Worker(self.context, self.setup, slot))
+
+        self._launching = threading.Thread(target=start_workers, name="dmlconform-launch", daemon=True)
+        self._launching.start()
+        self._launched = started
+
+    def _launched_workers(self) -> None:
+        """The workers `launch` started, once they all are (nothing when it was not called)."""
+        if self._launching is not None:
+            self._launching.join()
+            self._launching = None
+            self.workers = self._launched
+            if len(self.workers) < self.jobs:  # a start failed (the thread ended on its exception)
+                self.kill()
+                raise BackendStartError(f"could not start {self.jobs} worker processes (started "
+                                        f"{len(self.workers)})")
 
     def start(self) -> BackendInfo:
         """Wait until each worker (launched here if need be) has created its backend; BackendStartError if one
         cannot."""
-        if not self.workers:
+        if not self.workers and self._launching is None:
             self.launch()
+        self._launched_workers()
         for worker in self.workers:
             message = self._await_ready(worker)
             if message:
@@ -303,12 +349,18 @@ class WorkerPool:
             if time.monotonic() > give_up:
                 return f"the backend did not start within {START_TIMEOUT_S:g} s"
         try:
-            kind, payload = worker.conn.recv()
+            kind, payload, *rest = worker.conn.recv()
         except (EOFError, OSError):
             return f"worker process ended while creating the backend ({worker.death()})"
         if kind != "ready":
             return str(payload)
+        if self.policy is not None:
+            try:
+                worker.conn.send(("policy", self.policy))
+            except (OSError, ValueError):
+                return f"worker process ended after creating the backend ({worker.death()})"
         worker.info = payload
+        self.prefetch = max([self.prefetch, *(r for r in rest if isinstance(r, int))])
         if self.info is None:
             self.info = payload
         elif (payload.version, payload.device, payload.feature_level) != \
@@ -320,6 +372,8 @@ class WorkerPool:
 
     def close(self, grace_s: float = 5.0) -> None:
         """Let each worker close its backend (a harness gets 'bye'), then make sure they are gone."""
+        with contextlib.suppress(BackendStartError):
+            self._launched_workers()
         for worker in self.workers:
             with contextlib.suppress(OSError, ValueError):
                 worker.conn.send(None)
@@ -327,6 +381,10 @@ class WorkerPool:
             worker.stop(grace_s)
 
     def kill(self) -> None:
+        if self._launching is not None:  # not yet taken over: wait for the starts, so that none is left behind
+            self._launching.join()
+            self._launching = None
+            self.workers = self._launched
         for worker in self.workers:
             worker.kill()
 
@@ -338,6 +396,7 @@ class WorkerPool:
         Returns when all are done, or as soon as `stop` is set (cases not done are simply not reported)."""
         pending = deque(tasks)
         attempts: dict[int, list[CaseResult]] = {}
+        self._share_policy(needs_retry, retries)
         idle = list(self.workers)
         busy: dict[int, _Worker] = {}  # slot -> worker
         while (pending or busy) and not self.stop.is_set():
@@ -346,47 +405,70 @@ class WorkerPool:
                 break
             waitables = [w.conn for w in busy.values()] + [w.process.sentinel for w in busy.values()]
             wait(waitables, timeout=POLL_S)
-            for worker in list(busy.values()):
-                collected = self._collect(worker, pending)
-                if collected is None:
+            for slot in list(busy):
+                finished = self._collect(busy[slot], pending)
+                if not finished:
                     continue
-                (index, case), result = collected
-                worker = self.workers[worker.slot]  # replaced if it died
-                if not worker.tasks:
-                    del busy[worker.slot]
+                done: list[int] = []
+                for (index, case), results in finished:
+                    tries = attempts.setdefault(index, [])
+                    tries.extend(results)
+                    for result in results:
+                        if result.duration_s > 0:
+                            self.case_s = result.duration_s if self.case_s is None else \
+                                0.9 * self.case_s + 0.1 * result.duration_s
+                    if self.policy is None and needs_retry(results[-1]) and len(tries) <= retries and \
+                            not self.stop.is_set() and \
+                            self._send(self.workers[slot], (index, case), pending, retry=True):
+                        continue
+                    done.append(index)
+                worker = self.workers[slot]  # replaced if it died
+                if worker.tasks:
+                    busy[slot] = worker
+                else:
+                    busy.pop(slot, None)
                     if worker.process.exitcode is not None:  # it died after its last answer: no case to charge
                         worker = self._replace(worker) or worker
-                tries = attempts.setdefault(index, [])
-                tries.append(result)
-                if result.duration_s > 0:
-                    self.case_s = result.duration_s if self.case_s is None else \
-                        0.9 * self.case_s + 0.1 * result.duration_s
-                if needs_retry(result) and len(tries) <= retries and not self.stop.is_set() and \
-                        self._send(worker, (index, case), pending, retry=True):
-                    busy[worker.slot] = worker
-                    continue
-                if not worker.tasks and worker.process.exitcode is None:
-                    idle.append(worker)
-                # The worker has its next case before this one is journaled and shown, so that it computes
+                    if worker.process.exitcode is None and worker not in idle:
+                        idle.append(worker)
+                # The worker has its next cases before these are journaled and shown, so that it computes
                 # while the parent writes.
                 if not self.stop.is_set():
                     self._dispatch(idle, pending, busy, retries)
-                on_done(index, attempts.pop(index))
+                for index in done:
+                    on_done(index, attempts.pop(index))
+
+    def _share_policy(self, needs_retry: Callable[[CaseResult], bool], retries: int) -> None:
+        """Hand the retry policy to the workers, which then retry cases themselves; one that cannot be pickled (a
+        lambda) stays here, and the parent retries, one case at a time."""
+        self.policy = None
+        if retries <= 0:
+            return
+        policy = RetryPolicy(needs_retry, retries)
+        try:
+            pickle.dumps(policy)
+        except Exception:  # whatever pickling a callable can raise
+            return
+        for worker in self.workers:
+            with contextlib.suppress(OSError, ValueError):  # a dead worker is replaced, and told, when next used
+                worker.conn.send(("policy", policy))
+        self.policy = policy
 
     def depth(self, retries: int) -> int:
         """How many cases a worker holds at most, the one it runs included."""
-        if retries:
+        if retries and self.policy is None:
             return 1
+        least = max(2, self.prefetch)
         if self.case_s is None:
-            return 2
-        return max(2, min(MAX_QUEUED, int(QUEUED_S / max(self.case_s, 1e-6))))
+            return least
+        return max(least, min(MAX_QUEUED, int(QUEUED_S / max(self.case_s, 1e-6))))
 
     def _dispatch(self, idle: list[_Worker], pending: deque[tuple[int, Case]], busy: dict[int, _Worker],
                   retries: int) -> None:
         while idle and pending:
             worker = idle.pop(0)
             if self._send(worker, pending.popleft(), pending):
-                busy[worker.slot] = worker
+                busy[worker.slot] = self.workers[worker.slot]
         depth = self.depth(retries)
         for worker in busy.values():
             if pending and len(worker.tasks) <= depth // 2:
@@ -411,19 +493,25 @@ class WorkerPool:
             return True
 
     def _collect(self, worker: _Worker, pending: deque[tuple[int, Case]]
-                 ) -> tuple[tuple[int, Case], CaseResult] | None:
-        """The running case and the worker's result for it if it has one, a CRASH or TIMEOUT result if the worker
-        died or overran (the cases queued behind go back to `pending`, to run next), else None."""
+                 ) -> list[tuple[tuple[int, Case], list[CaseResult]]]:
+        """The cases the worker has finished, with their attempts; and, when the worker died or made no progress
+        within the deadline, its oldest case as a CRASH or TIMEOUT (the cases queued behind go back to `pending`, to
+        run next)."""
+        finished: list[tuple[tuple[int, Case], list[CaseResult]]] = []
         ended = False
         try:
-            if worker.conn.poll(0):
-                _, result = worker.conn.recv()
-                return worker.answered(self.deadline_s), result
+            while worker.conn.poll(0):
+                kind, payload = worker.conn.recv()
+                if kind == "progress":
+                    worker.progressed(self.deadline_s)
+                    continue
+                index, results = payload
+                finished.append((worker.answered(index, self.deadline_s), results))
         except (EOFError, OSError):
             ended = True  # the pipe closed: the worker is dead or dying
-        if not ended and worker.process.exitcode is None and time.monotonic() < worker.deadline:
-            return None
-        assert worker.tasks and self.target is not None
+        if not worker.tasks or (not ended and worker.process.exitcode is None and time.monotonic() < worker.deadline):
+            return finished
+        assert self.target is not None
         task = worker.tasks.popleft()
         pending.extendleft(reversed(worker.tasks))
         worker.tasks.clear()
@@ -438,7 +526,8 @@ class WorkerPool:
         result.index = task[0]
         result.attempts = (result.outcome or result.status,)
         self._replace(worker)
-        return task, result
+        finished.append((task, [result]))
+        return finished
 
     def _replace(self, worker: _Worker) -> _Worker | None:
         worker.kill()

@@ -98,3 +98,55 @@ def test_outputs_must_be_byte_identical(bench: ModuleType, tmp_path: Path) -> No
     assert compared == 1 and lines == ["  a/1 OutputGradientTensor: not byte-identical"]
     other_type = make_run(bench, folder("f16", values.astype(np.float16)), {}, artifacts=artifacts)
     assert bench.output_differences(ours, other_type)[1]
+
+
+def test_the_physical_limit_is_the_gpus_own_time_plus_one_device_creation(bench: ModuleType, tmp_path: Path) -> None:
+    gpu = {"gpu_initialize": 10.0, "gpu_upload": 20.0, "gpu_dispatch": 30.0, "gpu_readback": 40.0}
+    write_timings(tmp_path, 7, [request("a/1") | gpu, request("a/2") | gpu], device_us=3e5)
+    write_timings(tmp_path, 8, [request("a/3") | gpu], device_us=2e5)
+    run = make_run(bench, tmp_path, {}, jobs=2, wall_s=1.0)
+    assert bench.gpu_seconds(run) == pytest.approx(3 * 100e-6)
+    assert bench.physical_limit(run) == pytest.approx(0.2 + 3 * 100e-6)  # the fastest start, once
+    assert "5.0x the limit" in bench.limit_lines([run])[1]
+
+
+def host_request(case_id: str, **phases: float) -> dict[str, object]:
+    record: dict[str, object] = {"id": case_id, "status": "ok", "session_created": True, "t_us": 0.0, "wait": 50.0,
+                                 "heaps_created": 2, "heaps_reused": 4}
+    return record | {phase: phases.get(phase, 10.0) for phase in ("decode", "session", "inputs", "run", "outputs",
+                                                                  "reply", "gpu_session", "gpu_run")}
+
+
+def test_host_timings_split_the_worker_time_and_count_only_the_runs_as_gpu_work(bench: ModuleType,
+                                                                               tmp_path: Path) -> None:
+    write_timings(tmp_path, 9, [host_request("relu_grad.smoke/a", session=8e5, gpu_session=7e5, gpu_run=100.0),
+                                host_request("slice_grad.smoke/b", session=1e5, gpu_session=9e4, gpu_run=300.0)],
+                  device_us=4e5)
+    starts, requests = bench.read_timings(tmp_path)
+    run = bench.Run("jobs 1", 1, 2.0, tmp_path, {}, Counter(), "llvmpipe", starts, requests, 0.0, {}, "ep")
+    parts = bench.breakdown(run)
+    assert parts["session (created, or the cached one)"] == pytest.approx(0.9)
+    assert parts["device creation (host starts)"] == pytest.approx(0.4)
+    assert sum(parts.values()) == pytest.approx(2.0)
+    assert bench.physical_limit(run) == pytest.approx(0.4 + 400e-6)  # session brackets are CPU time: not counted
+    assert [line.split()[0] for line in bench.operator_lines(run)[1:]] == ["relu_grad", "slice_grad"]
+
+
+def test_each_run_is_the_command_a_user_runs(bench: ModuleType, tmp_path: Path) -> None:
+    import argparse
+
+    args = argparse.Namespace(suites=None, tier="standard", timeout=60.0, k="relu", ep=False, adapter="lavapipe",
+                              directml=None, directml_version="1.24.4", session_config=["ep.dml.x=1"])
+    packaged = bench.Harness("env A=1 wine64 dml_harness.exe", "packaged", wine=True, packaged=True)
+    command = bench.run_command(args, packaged, 2, "--buffers-per-case", tmp_path / "t-%p.jsonl", tmp_path / "r.json")
+    assert command[command.index("--backend") + 1] == "directml" and "--directml-version" in command
+    assert command[-3:] == ["--program-option=--buffers-per-case", "--program-option=--timings",
+                            f"--program-option=Z:{str(tmp_path).replace('/', chr(92))}{chr(92)}t-%p.jsonl"]
+    assert not [c for c in command if c.startswith("--session-config")]
+    args.ep = True
+    command = bench.run_command(args, packaged, 2, "", None, tmp_path / "r.json")
+    assert command[command.index("--backend") + 1:command.index("--backend") + 4] == ["onnxruntime", "--ep", "dml"]
+    assert "--session-config=ep.dml.x=1" in command
+    own = bench.Harness("my-harness --fast", "mine")
+    command = bench.run_command(args, own, 1, "", tmp_path / "t.jsonl", tmp_path / "r.json")
+    assert command[command.index("--harness") + 1] == f"my-harness --fast --timings {tmp_path / 't.jsonl'}"

@@ -412,6 +412,25 @@ def test_choose_prefers_the_default_version_then_the_newest(cache: Cache, monkey
     assert choice.origin == "cache: onnxruntime-directml 1.98.0" and choice.release.package_version == "1.98.0"
 
 
+def test_choose_checks_only_the_release_it_takes_and_passes_over_a_broken_one(cache: Cache,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each start of a program chooses DirectML.dll: checking every cached release's digests (dozens after a matrix)
+    cost most of a second there. The default is checked first; a broken one is passed over for the newest valid."""
+    monkeypatch.setattr(library, "ON_WINDOWS", False)
+    for version in ("1.97.0", "1.98.0", "1.99.0"):
+        cache.fetch(version)
+    monkeypatch.setattr(library, "DEFAULT_VERSION", "1.98.0")
+    hashed: list[Path] = []
+    original = library._sha256_of
+    monkeypatch.setattr(library, "_sha256_of", lambda path: (hashed.append(path), original(path))[1])
+    assert choose_directml(None, None, cache.environ).origin == "cache: onnxruntime-directml 1.98.0"
+    assert {path.parent.name for path in hashed} == {"1.98.0"}
+    (cache.root / "directml" / "1.98.0" / "DirectML.dll").write_bytes(b"damaged")
+    hashed.clear()
+    assert choose_directml(None, None, cache.environ).origin == "cache: onnxruntime-directml 1.99.0"
+    assert {path.parent.name for path in hashed} == {"1.98.0", "1.99.0"}  # 1.97.0 never read
+
+
 def test_choose_with_nothing_anywhere_says_how_to_get_directml(cache: Cache, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(library, "ON_WINDOWS", False)
     with pytest.raises(DirectMLNotFound) as caught:

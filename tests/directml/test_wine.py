@@ -57,6 +57,21 @@ def test_wine_is_found_by_its_version_and_a_missing_one_is_one_line_with_the_fix
         wine.find_wine({"WINE": str(not_wine), "PATH": ""})
 
 
+def test_the_prefix_wineserver_is_started_to_linger_for_the_next_programs(tmp_path: Path) -> None:
+    server = _executable(tmp_path / "wineserver", "#!/bin/sh\necho \"$WINEPREFIX $*\" >> \"$(dirname \"$0\")/server.log\"\n")
+    loader = _executable(tmp_path / "wine64", FAKE_WINE)
+    found = wine.find_wine({"WINE": str(loader), "PATH": ""})
+    assert found.server == server
+    wine.keep_wineserver(found, tmp_path / "prefix")
+    log = tmp_path / "server.log"
+    for _ in range(100):  # started in the background, in a session of its own
+        if log.exists():
+            break
+        time.sleep(0.05)
+    assert log.read_text() == f"{tmp_path / 'prefix'} -p{wine.WINESERVER_LINGER_S}\n"
+    wine.keep_wineserver(wine.Wine(loader, None, "wine-8.0 (fake)"), tmp_path / "prefix")  # none found: nothing
+
+
 def test_a_linux_path_is_drive_z_under_wine(tmp_path: Path) -> None:
     assert wine.windows_path(Path("/opt/x/DirectML.dll")) == r"Z:\opt\x\DirectML.dll"
 

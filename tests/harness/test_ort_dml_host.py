@@ -142,7 +142,7 @@ def test_a_wrong_answer_from_the_device_would_fail(dml: HostRunner) -> None:
 
 
 def test_a_session_past_the_timeout_kills_the_host_and_the_next_case_gets_a_fresh_one(dml: HostRunner) -> None:
-    dml.client.timeout_s = 0.05  # a DirectML session takes seconds to compile on lavapipe
+    dml.client.timeout_s = 0.001  # a new DirectML session takes tens of milliseconds at least
     try:
         outcome = run_graph(dml, relu_case("slow", size=7), None)
     finally:
@@ -151,6 +151,37 @@ def test_a_session_past_the_timeout_kills_the_host_and_the_next_case_gets_a_fres
     restarts = dml.client.restarts
     assert run_graph(dml, relu_case("after-timeout")).kind is OutcomeKind.OUTPUTS
     assert dml.client.restarts == restarts + 1
+
+
+def test_released_heaps_go_to_the_next_sessions_and_give_what_fresh_heaps_give(host: str, tmp_path: Path) -> None:
+    """Under Wine the host hands the shader-visible descriptor heaps a session released to the next sessions
+    (heap_pool.h): three sessions make the heaps of the first only, and their outputs are those of hosts that make
+    every heap afresh (--fresh-heaps). --timings writes a line per request, the GPU's own time of the run in it."""
+    import json
+
+    from dmlconform.directml.wine import windows_path
+
+    cases = [relu_case(f"relu{size}", size) for size in (4, 6, 9)]
+    outputs, lines = {}, {}
+    for option in ("", " --fresh-heaps"):
+        timings = tmp_path / f"t{len(outputs)}-%p.jsonl"
+        runner = HostRunner.start(f"{host}{option} --timings {shlex.quote(windows_path(timings))}", "dml", TIMEOUT_S)
+        try:
+            pool = runner.hello.extra["descriptor_heap_pool"]
+            outputs[option] = [run_graph(runner, case) for case in cases]
+        finally:
+            runner.close()
+        assert pool.startswith("off (--fresh-heaps)" if option else "shader-visible heaps handed out again"), pool
+        (path,) = tmp_path.glob(f"t{len(lines)}-*.jsonl")
+        lines[option] = [json.loads(line) for line in path.read_text().splitlines()][1:]
+    assert [o.kind for o in outputs[""]] == [OutcomeKind.OUTPUTS] * 3
+    for pooled, fresh in zip(outputs[""], outputs[" --fresh-heaps"], strict=True):
+        assert pooled.outputs["OutputGradientTensor"].tobytes() == fresh.outputs["OutputGradientTensor"].tobytes()
+    pooled, fresh = lines[""], lines[" --fresh-heaps"]
+    assert [r["session_created"] for r in pooled] == [True] * 3 and all(r["gpu_run"] is not None for r in pooled)
+    first = pooled[0]["heaps_created"]
+    assert first >= 1 and pooled[2]["heaps_created"] == first and pooled[2]["heaps_reused"] >= 2 * first
+    assert fresh[2]["heaps_created"] == fresh[2]["heaps_reused"] == 0
 
 
 def test_a_host_that_dies_is_a_crash_and_the_next_case_gets_a_fresh_one(cpu: HostRunner) -> None:

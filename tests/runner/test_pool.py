@@ -306,3 +306,29 @@ def test_large_cases_with_kept_outputs_do_not_wait_on_each_other(cases) -> None:
     assert not hung, "the parent and the worker waited on each other"
     assert [done[i][0].status for i in range(4)] == [Status.PASS] * 4
     assert all(done[i][0].actual_outputs["OutputGradientTensor"].nbytes == 4 * n for i in range(4))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("harness", [HARNESS, "python -m tests.backends.pipelined_harness --backend numpy"])
+def test_a_failing_case_is_retried_by_its_worker_and_both_attempts_come_back(cases, harness: str) -> None:
+    """The retry policy travels to the workers (it pickles): they retry, holding several cases, pipelined or not; a
+    policy that cannot travel (a lambda) keeps the retries in the parent, one case at a time, to the same effect."""
+    from dmlconform.results.expectations import Expectations
+
+    chosen = [c for c in cases if c.suite == "seed" and not c.expect_invalid][:4]
+    flaky = chosen[1].full_id
+    for needs_retry, travels in ((Expectations().needs_retry, True),
+                                 (lambda result: Expectations().needs_retry(result), False)):
+        pool = make_pool(1, "native", f"{harness} --flaky-on '^{re.escape(flaky)}$'")
+        pool.start()
+        done: dict[int, list[CaseResult]] = {}
+        try:
+            pool.run(list(enumerate(chosen)), done.__setitem__, needs_retry, 1)
+            worker_side = pool.policy is not None
+            depth = pool.depth(1)
+        finally:
+            pool.close()
+        assert worker_side is travels
+        assert depth >= max(2, pool.prefetch) if travels else depth == 1  # workers then hold several cases
+        assert [r.status for r in done[1]] == [Status.FAIL, Status.PASS]
+        assert all([r.status for r in done[i]] == [Status.PASS] for i in (0, 2, 3))

@@ -290,14 +290,49 @@ ReadStatus read_frame(FILE* in, Frame& frame, std::string& error) {
     return ReadStatus::Ok;
 }
 
+// All of `data` with the operating system's own writes, past the C runtime's buffer (flushed first, should anything
+// sit there): a frame goes out in one write where the pipe takes it whole, so the reader never sees a prefix
+// without its frame, and under Wine a reply costs one WriteFile instead of one per part and a flush.
+static bool write_all(FILE* out, const char* data, size_t size) {
+    if (fflush(out) != 0) return false;
+#if defined(_WIN32)
+    HANDLE handle = reinterpret_cast<HANDLE>(_get_osfhandle(_fileno(out)));
+    if (handle == INVALID_HANDLE_VALUE) return false;
+    while (size) {
+        DWORD chunk = size > (1u << 30) ? (1u << 30) : DWORD(size), written = 0;
+        if (!WriteFile(handle, data, chunk, &written, nullptr) || written == 0) return false;
+        data += written;
+        size -= written;
+    }
+#else
+    while (size) {
+        ssize_t written = write(fileno(out), data, size);
+        if (written < 0 && errno == EINTR) continue;
+        if (written <= 0) return false;
+        data += written;
+        size -= size_t(written);
+    }
+#endif
+    return true;
+}
+
 bool write_frame(FILE* out, const std::string& header, const void* payload, uint64_t payload_len) {
     unsigned char prefix[16];
     memcpy(prefix, "DMLC", 4);
     put_le(prefix + 4, header.size(), 4);
     put_le(prefix + 8, payload_len, 8);
-    return fwrite(prefix, 1, sizeof prefix, out) == sizeof prefix &&
-           fwrite(header.data(), 1, header.size(), out) == header.size() &&
-           (payload_len == 0 || fwrite(payload, 1, size_t(payload_len), out) == payload_len) && fflush(out) == 0;
+    std::string frame;
+    bool whole = true;
+    try {
+        frame.reserve(sizeof prefix + header.size() + size_t(payload_len));
+    } catch (...) {
+        whole = false;  // no room for a copy of a very large payload: the prefix and header, then the payload
+    }
+    frame.append(reinterpret_cast<const char*>(prefix), sizeof prefix);
+    frame += header;
+    if (whole && payload_len) frame.append(static_cast<const char*>(payload), size_t(payload_len));
+    if (!write_all(out, frame.data(), frame.size())) return false;
+    return whole || payload_len == 0 || write_all(out, static_cast<const char*>(payload), size_t(payload_len));
 }
 
 FILE* claim_stdout_for_frames() {

@@ -56,7 +56,8 @@ enum class ReadStatus {
 
 ReadStatus read_frame(FILE* in, Frame& frame, std::string& error);
 
-// Writes one frame and flushes; returns false when the reader went away.
+// Writes one frame in one piece (the operating system's write, past the C runtime's buffer); returns false
+// when the reader went away.
 bool write_frame(FILE* out, const std::string& header, const void* payload, uint64_t payload_len);
 
 // stdout carries frames only: moves the real stdout to a private descriptor and returns it as the frame stream,

@@ -13,5 +13,6 @@ struct Harness {
     dmlh::Server server;  // replies: the real stdout (server.h)
     Device dev;           // options in dev.opt
     CaseHeap heap;        // the descriptor heap every case shares (executor.h)
+    CaseBuffers buffers;  // the buffers every case reuses (executor.h)
     std::string case_id;  // the request being served, for a device_removed reply out of any call
 };

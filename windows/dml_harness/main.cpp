@@ -3,12 +3,14 @@
 // It speaks the frame protocol of docs/native-harness.md on stdin/stdout and executes the five
 // gradient operators (ACTIVATION_RELU_GRAD, ELEMENT_WISE_CLIP_GRAD1, SLICE_GRAD, MAX_POOLING_GRAD,
 // RESAMPLE_GRAD1) on the real DirectML.dll, which it loads at run time (LoadLibrary +
-// DMLCreateDevice1). One D3D12 + DirectML device and one descriptor heap serve every case; each case
-// gets its own operator, buffers and binding table.
+// DMLCreateDevice1). One D3D12 + DirectML device, one descriptor heap and one set of buffers (grown as cases
+// need) serve every case; each case gets its own operator, initializer and binding tables, and one submission.
+// It reads requests as they come and answers them in order, so the runner may send the next ones before a reply
+// (the hello's "pipeline").
 //
 //   dml_harness.exe [--dml PATH] [--adapter N | --warp] [--debug-layer] [--disable-metacommands]
 //                   [--fence-timeout-ms N] [--poison BYTE|none] [--timings FILE] [--heap-per-case]
-//                   [--verbose]
+//                   [--buffers-per-case] [--verbose]
 //
 // stdout carries frames only: at start-up the harness moves the real stdout to a private
 // descriptor and points descriptor 1 (and the Win32 standard output handle) at stderr, so text that
@@ -102,7 +104,9 @@ static void handle_run(Harness& harness, const dmlh::Frame& frame, const std::st
         return;
     }
     harness.timer.lap(kDecode);
-    Reply r = execute(harness, *info, d, in_ptrs, out);
+    Reply r = execute(harness, *info, d, in_ptrs, out);  // the case's own objects are released as it returns
+    release_case_buffers(harness);
+    harness.timer.lap(kRelease);
     harness.timer.status = r.status;
     if (harness.dev.opt.verbose || r.status == "error")
         log_line("%s: %s%s%s", id.c_str(), r.status.c_str(), r.message.empty() ? "" : ": ", r.message.c_str());
@@ -129,7 +133,10 @@ int main(int argc, char** argv) {
     server.program = "dml_harness";
     server.request_type = "run";
     server.init_error = init_error;
-    server.hello = [&harness] { harness.server.send(hello_reply(harness.dev)); };
+    server.hello = [&harness] {
+        harness.server.send(hello_reply(harness.dev));
+        make_heap_early(harness);
+    };
     server.serve = [&harness](const std::string& id, dmlh::Frame& frame) {
         harness.case_id = id;
         harness.timer.begin_request();

@@ -58,6 +58,8 @@ std::string hello_reply(const Device& dev) {
                                                                                  : dev.dml_version));
     h += ",\"feature_level\":" + dmlh::json_string(level_label(dev.feature_level));
     h += ",\"feature_level_source\":" + dmlh::json_string(dev.feature_level_source);
+    // Requests are read one after another from stdin whatever is outstanding: any number may wait there.
+    h += strf(",\"pipeline\":%d", kPipeline);
     h += ",\"operators\":{";
     bool first_op = true;
     for (const OpInfo& op : kOps) {

@@ -6,7 +6,11 @@
 
 #include "device.h"
 
-#define DMLH_VERSION "1.0"
+#define DMLH_VERSION "1.1"
+
+// The hello's "pipeline": how many requests the runner may have sent ahead of their replies (docs/native-harness.md,
+// section 1). The harness reads each request when the previous one is answered, so more only wait in the pipe.
+constexpr int kPipeline = 16;
 
 struct OpInfo {
     const char* name;

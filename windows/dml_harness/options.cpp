@@ -16,6 +16,8 @@ static const char kUsage[] =
     "                          %p in FILE becomes the process id (replies are unchanged)\n"
     "  --heap-per-case         a new descriptor heap for every case instead of one for all (slow under\n"
     "                          vkd3d + lavapipe; for comparison with the shared heap)\n"
+    "  --buffers-per-case      new buffers for every case and the initializer in a submission of its own,\n"
+    "                          instead of reused buffers and one submission (for comparison)\n"
     "  --verbose               log every step to stderr\n"
     "the device:\n";
 
@@ -39,6 +41,8 @@ bool parse_options(int argc, char** argv, Options& o) {
             o.timings_path = v;
         } else if (a == "--heap-per-case") {
             o.heap_per_case = true;
+        } else if (a == "--buffers-per-case") {
+            o.buffers_per_case = true;
         } else if (a == "--verbose") {
             o.verbose = true;
         } else {

@@ -11,6 +11,8 @@ struct Options : dmlh::DeviceOptions {  // DirectML.dll, adapter, debug layer: d
     int poison = 0xCD;             // byte pre-filled into every output buffer; -1: none
     std::string timings_path;      // --timings: per-case phase times appended here; empty: none
     bool heap_per_case = false;    // a descriptor heap of its own for every case (the old way; for comparison)
+    bool buffers_per_case = false; // buffers of its own for every case and the initializer submitted on its own
+                                   // (the old way; for comparison)
     bool verbose = false;          // every step logged to stderr
 };
 

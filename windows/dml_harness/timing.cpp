@@ -8,11 +8,11 @@
 using dmlh::log_line;
 using dmlh::strf;
 
-static const char* const kPhaseNames[kPhaseCount] = {"wait",      "decode", "create",     "compile", "initializer",
+static const char* const kPhaseNames[kPhaseCount] = {"wait",      "decode",   "create",   "compile", "initializer",
                                                      "heap",      "resources", "upload", "initialize", "bind",
-                                                     "dispatch",  "readback", "reply"};
+                                                     "dispatch",  "readback", "release", "reply"};
 
-static LONGLONG qpc_now() {
+LONGLONG qpc_now() {
     LARGE_INTEGER t;
     QueryPerformanceCounter(&t);
     return t.QuadPart;
@@ -34,6 +34,11 @@ void PhaseTimer::lap(Phase p) {
     LONGLONG now = qpc_now();
     us[p] += double(now - last) / ticks_per_us;
     last = now;
+}
+
+void PhaseTimer::startup_heap(LONGLONG since) {
+    if (!file) return;
+    startup_heap_us += double(qpc_now() - since) / ticks_per_us;
 }
 
 void PhaseTimer::open(const std::string& path_pattern, const std::string& device_error) {
@@ -66,6 +71,10 @@ void PhaseTimer::begin_request() {
 void PhaseTimer::end_request(const std::string& id) {
     if (!file) return;
     lap(kReply);
+    if (!first_written) {
+        us[kHeap] += startup_heap_us;
+        first_written = true;
+    }
     std::string line = "{\"id\":" + dmlh::json_string(id) + ",\"op\":" + dmlh::json_string(op) +
                        ",\"status\":" + dmlh::json_string(status) +
                        strf(",\"t_us\":%.1f", since_origin_us(request_start));

@@ -15,19 +15,23 @@ enum Phase {
     kCreate,       // IDMLDevice::CreateOperator
     kCompile,      // IDMLDevice::CompileOperator
     kInitializer,  // IDMLDevice::CreateOperatorInitializer + binding properties
-    kHeap,         // the descriptor heap: made at the first case (or every case with --heap-per-case)
+    kHeap,         // the descriptor heap: made after the handshake (counted in the first request), grown at a
+                   // case that needs more, or made for every case with --heap-per-case
     kResources,    // buffers, binding table
     kUpload,       // inputs and poison into the upload buffer (CPU)
     kInitialize,   // initializer recorded, submitted and waited for
     kBind,         // binding table reset and bound for the operator
     kDispatch,     // upload copies, dispatch, readback copy recorded, submitted and waited for
     kReadback,     // output out of the readback buffer (CPU)
-    kReply,        // the case's objects released, the reply frame written
+    kRelease,      // the case's objects released (its operator, initializer, binding tables; buffers per case)
+    kReply,        // the reply frame written
     kPhaseCount
 };
-// GPU timestamps written per request: initializer before/after; dispatch list start, after the upload
-// copies, after the dispatch, after the readback copy.
+// GPU timestamps written per request: initializer before/after (with the zeroing of its temporary and persistent
+// resources); before the upload copies, after them, after the dispatch, after the readback copy.
 enum GpuMark { kGpuInitBegin, kGpuInitEnd, kGpuBegin, kGpuUploaded, kGpuDispatched, kGpuReadBack, kGpuMarks };
+
+LONGLONG qpc_now();  // QueryPerformanceCounter's ticks
 
 struct PhaseTimer {
     FILE* file = nullptr;
@@ -44,11 +48,15 @@ struct PhaseTimer {
     ID3D12Resource* query_readback = nullptr;
     UINT64 gpu_frequency = 0;
     bool gpu_written[kGpuMarks] = {};
+    double startup_heap_us = 0;  // the heap made after the handshake: added to the first request's heap phase
+    bool first_written = false;
 
     PhaseTimer();
     double since_origin_us(LONGLONG t) const { return double(t - origin) / ticks_per_us; }
     // Time since the last lap goes to phase p.
     void lap(Phase p);
+    // Time since the last lap was spent making the descriptor heap before any request (`since` begins it).
+    void startup_heap(LONGLONG since);
     void open(const std::string& path_pattern, const std::string& device_error);
     // A request has been read: the time since the previous one ended is the wait.
     void begin_request();

@@ -3,7 +3,7 @@
 // frame protocol of docs/native-harness.md (the "ONNX model host" messages of its section 9).
 //
 //   ort_dml_host.exe [--ep dml|cpu] [--onnxruntime PATH] [--dml PATH] [--adapter N | --warp] [--debug-layer]
-//                    [--any-ort-version] [--verbose]
+//                    [--any-ort-version] [--session-config K=V] [--timings FILE] [--fresh-heaps] [--verbose]
 //
 // onnxruntime.dll (from the onnxruntime-directml wheel, with onnxruntime_providers_shared.dll and DirectML.dll
 // beside it) is loaded at run time; the part of its C API used is declared in ort_api.h. With --ep dml the host
@@ -15,7 +15,8 @@
 //
 // One session is kept (the last model's): a DML EP session held ~3 GB of lavapipe's host-backed memory, so
 // sessions are released as soon as another model comes. Each reply carries the process's working set so that the
-// runner can restart the host when memory grows anyway.
+// runner can restart the host when memory grows anyway. Under Wine the shader-visible descriptor heaps sessions
+// release are handed to the next sessions (heap_pool.h): making them was nearly all of a session's cost on lavapipe.
 //
 // stdout carries frames only (protocol.h: claim_stdout_for_frames); logs go to stderr.
 //
@@ -32,6 +33,7 @@
 #include "runtime.h"
 #include "server.h"
 #include "session.h"
+#include "timing.h"
 
 using dmlh::log_line;
 
@@ -52,12 +54,18 @@ int main(int argc, char** argv) {
                  rt.dml() ? (rt.device.adapter_name + ", DirectML " + rt.device.dml_version).c_str() : "");
     else
         log_line("cannot start: %s", init_error.c_str());
+    if (!rt.opt.timings_path.empty())
+        g_host_timer.open(rt.opt.timings_path, init_error, rt.dml() && init_error.empty() ? &rt.device : nullptr);
 
     server.program = "ort_dml_host";
     server.request_type = "run_model";
     server.init_error = init_error;
     server.hello = [&host] { host.server.send(hello_reply(host.rt)); };
-    server.serve = [&host](const std::string& id, dmlh::Frame& frame) { handle_run_model(host, frame, id); };
+    server.serve = [&host](const std::string& id, dmlh::Frame& frame) {
+        g_host_timer.begin_request();
+        handle_run_model(host, frame, id);
+        g_host_timer.end_request(id);
+    };
     server.reply_error = [&host](const std::string& id, const std::string& message) {
         send_failure(host.server, id, request_error(message));
     };

@@ -13,6 +13,10 @@ static const char kUsage[] =
     "  --any-ort-version       run an onnxruntime.dll other than 1.24.x (its OrtApi table is still checked)\n"
     "  --session-config K=V    a session config entry for every session (repeatable), e.g.\n"
     "                          ep.dml.disable_graph_fusion=1\n"
+    "  --timings FILE          append one JSON line of phase times (microseconds) per request to FILE;\n"
+    "                          %p in FILE becomes the process id (replies are unchanged)\n"
+    "  --fresh-heaps           every shader-visible descriptor heap the EP asks for made afresh, instead of\n"
+    "                          handing out again those earlier sessions released (under Wine; for comparison)\n"
     "  --verbose               ONNX Runtime's log and every request on stderr\n"
     "the device (--ep dml):\n";
 
@@ -43,6 +47,11 @@ bool parse_options(int argc, char** argv, Options& o) {
                 return false;
             }
             o.session_config.emplace_back(std::string(v, eq), std::string(eq + 1));
+        } else if (a == "--timings") {
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
+            o.timings_path = v;
+        } else if (a == "--fresh-heaps") {
+            o.fresh_heaps = true;
         } else if (a == "--verbose") {
             o.verbose = true;
         } else {

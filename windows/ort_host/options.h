@@ -14,6 +14,8 @@ struct Options {
     bool any_ort_version = false;
     std::vector<std::pair<std::string, std::string>> session_config;  // --session-config KEY=VALUE
     bool verbose = false;  // ONNX Runtime's whole log and every request on stderr
+    std::string timings_path;  // --timings: per-request phase times appended here (timing.h); empty: none
+    bool fresh_heaps = false;  // --fresh-heaps: no descriptor heap pool (heap_pool.h; the old way, for comparison)
 };
 
 // False (logged, usage on stderr for an unknown option) when the command line cannot be used.

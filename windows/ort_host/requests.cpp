@@ -10,6 +10,7 @@
 #include "replies.h"
 #include "runtime.h"
 #include "session.h"
+#include "timing.h"
 
 using dmlh::JValue;
 using dmlh::log_line;
@@ -104,7 +105,10 @@ struct Values {
 
 void handle_run_model(Host& host, dmlh::Frame& frame, const std::string& id) {
     Runtime& rt = host.rt;
-    auto fail = [&](const Failure& f) { send_failure(host.server, id, f); };
+    auto fail = [&](const Failure& f) {
+        g_host_timer.status = f.status;
+        send_failure(host.server, id, f);
+    };
     const JValue& h = frame.header;
     const JValue* model = h.get("model");
     const JValue* inputs = h.get("inputs");
@@ -124,9 +128,11 @@ void handle_run_model(Host& host, dmlh::Frame& frame, const std::string& id) {
         if (!read_tensor(inputs->items[i], frame.payload, true, in[i], why)) return fail(request_error(why));
     for (size_t i = 0; i < out.size(); i++)
         if (!read_tensor(outputs->items[i], frame.payload, false, out[i], why)) return fail(request_error(why));
+    g_host_timer.lap(kHostDecode);
 
     Failure f;
     ort::Session* session = session_for(host, id, frame.payload.data() + moff->inum, size_t(mlen->inum), f);
+    g_host_timer.lap(kHostSession);
     if (!session) {
         if (rt.opt.verbose) log_line("%s: %s: %s", id.c_str(), f.stage.c_str(), f.message.c_str());
         return fail(f);
@@ -145,9 +151,13 @@ void handle_run_model(Host& host, dmlh::Frame& frame, const std::string& id) {
     }
     for (WireTensor& t : out) out_names.push_back(t.name.c_str());
     out_values.items.assign(out.size(), nullptr);
+    g_host_timer.lap(kHostInputs);
+    g_host_timer.gpu_mark(2);
     int code = ort::ORT_OK;
     std::string err = status_text(rt, rt.api.Run(session, nullptr, in_names.data(), in_values.items.data(), in.size(),
                                                  out_names.data(), out.size(), out_values.items.data()), &code);
+    g_host_timer.gpu_mark(3);
+    g_host_timer.lap(kHostRun);
     if (!err.empty()) {
         HRESULT reason;
         if (device_lost(rt, &reason)) device_lost_exit(host.server, id, "run: " + err, reason);
@@ -196,5 +206,7 @@ void handle_run_model(Host& host, dmlh::Frame& frame, const std::string& id) {
     }
     header += "]" + memory_fields() + "}";
     if (rt.opt.verbose) log_line("%s: ok", id.c_str());
+    g_host_timer.status = "ok";
+    g_host_timer.lap(kHostOutputs);
     host.server.send(header, payload.data(), payload.size());
 }

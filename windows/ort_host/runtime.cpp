@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "heap_pool.h"
 #include "protocol.h"
 
 using dmlh::strf;
@@ -116,6 +117,18 @@ std::string init_runtime(Runtime& rt) {
     if (rt.dml()) {
         err = dmlh::create_dml_device(rt.device, rt.opt.device);
         if (!err.empty()) return err;
+        // Only under Wine, where a heap is what costs (heap_pool.h): on Windows the D3D12 runtime's device is not
+        // patched.
+        std::string pool = "off (--fresh-heaps)";
+        if (dmlh::wine_version().empty()) {
+            pool = "off (not under Wine)";
+        } else if (!rt.opt.fresh_heaps) {
+            std::string why = install_heap_pool(rt.device.d3d.get());
+            pool = why.empty() ? "shader-visible heaps handed out again once released (ID3D12Device::"
+                                 "CreateDescriptorHeap hooked)"
+                               : "off (" + why + ")";
+        }
+        rt.extra.emplace_back("descriptor_heap_pool", pool);
     }
     rt.extra.emplace_back("onnxruntime_dll", rt.ort_path);
     if (!rt.ort_file_version.empty()) rt.extra.emplace_back("onnxruntime_file_version", rt.ort_file_version);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "host.h"
+#include "timing.h"
 
 void release_cached(Runtime& rt, CachedSession& cached) {
     if (cached.session) rt.api.ReleaseSession(cached.session);
@@ -79,8 +80,11 @@ ort::Session* session_for(Host& host, const std::string& id, const uint8_t* mode
     std::string err = session_options(rt, ort::LOG_ERROR, &so);
     ort::Session* session = nullptr;
     int code = ort::ORT_OK;
+    g_host_timer.session_created = true;
+    g_host_timer.gpu_mark(0);
     if (err.empty()) err = status_text(rt, rt.api.CreateSessionFromArray(rt.env, model, len, so, &session), &code);
     else code = ort::ORT_FAIL;
+    g_host_timer.gpu_mark(1);
     if (so) rt.api.ReleaseSessionOptions(so);
     if (err.empty()) {
         cached.model.assign(model, model + len);
