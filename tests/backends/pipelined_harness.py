@@ -28,12 +28,14 @@ class PipelinedServer(HarnessServer):
         return hello
 
     def handle(self, frame: Frame) -> None:
+        closing = self.answered + 1 == self.close_stdin_after
+        if closing:  # before the reply: the runner sends the next request only once it has the reply
+            os.close(0)
         super().handle(frame)
         PipelinedServer.answered += 1
         if self.answered == self.exit_after:
             os._exit(0)
-        if self.answered == self.close_stdin_after:
-            os.close(0)
+        if closing:
             time.sleep(3600)
 
 

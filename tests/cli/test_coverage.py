@@ -58,17 +58,14 @@ def test_an_unreadable_result_is_one_line_and_exit_2(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tier, goal", [("smoke", ["values"]), ("standard", ["values", "pairs", "higher"])])
-def test_the_bundled_tiers_meet_their_interaction_goals(tier, goal):
-    result = invoke("coverage", "--interactions", "--tier", tier, "--json", "-")
+def test_interactions_the_smoke_tier_meets_its_goal_every_value():
+    result = invoke("coverage", "--interactions", "--tier", "smoke", "--json", "-")
     assert result.exit_code == 0, result.stdout
     data = json.loads(result.stdout)
-    assert data["format"] == "dmlconform-interactions/v1" and data["goal"] == goal and data["met"]
+    assert data["format"] == "dmlconform-interactions/v1" and data["goal"] == ["values"] and data["met"]
     assert {op["op"] for op in data["operators"]} == {"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD",
                                                       "MAX_POOLING_GRAD", "RESAMPLE_GRAD1"}
-    for op in data["operators"]:
-        for order in goal:
-            assert op[order]["covered"] == op[order]["possible"] > 0 or order == "higher", (op["op"], order)
+    assert all(op["values"]["covered"] == op["values"]["possible"] > 0 for op in data["operators"])
 
 
 def test_interactions_a_suite_without_the_pairs_fails_and_lists_them():
