@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 
 import numpy as np
 
@@ -52,6 +52,12 @@ class Cell:
 
 def cells(op: Operator) -> list[Cell]:
     """Every (data type, rank) some level of the op's table admits, lowest level first."""
+    return list(_cells(op))
+
+
+@cache
+def _cells(op: Operator) -> tuple[Cell, ...]:
+    # The pairwise families' candidate builders ask for every candidate: thousands of times per generation.
     low, high = op.support.rank_range
     found = []
     for dtype in op.support.all_dtypes:
@@ -59,7 +65,7 @@ def cells(op: Operator) -> list[Cell]:
             level = op.support.required_level(dtype, rank)
             if level is not None:
                 found.append(Cell(level.value, dtype.value, rank))
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 def cell_plans(family: Family, tier: Tier, make: Callable[..., CaseSpec],
