@@ -162,4 +162,23 @@ LoadedModule load_module(const std::string& given_path, const char* file_name) {
     return loaded;
 }
 
+LONGLONG qpc_now() {
+    LARGE_INTEGER t;
+    QueryPerformanceCounter(&t);
+    return t.QuadPart;
+}
+
+double qpc_ticks_per_us() {
+    LARGE_INTEGER f;
+    QueryPerformanceFrequency(&f);
+    return double(f.QuadPart) / 1e6;
+}
+
+long long unix_us_now() {
+    FILETIME ft;
+    GetSystemTimeAsFileTime(&ft);  // 100 ns since 1601
+    long long t100 = (long long)(((unsigned long long)ft.dwHighDateTime << 32) | ft.dwLowDateTime);
+    return (t100 - 116444736000000000LL) / 10;
+}
+
 }  // namespace dmlh

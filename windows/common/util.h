@@ -28,6 +28,11 @@ bool is_device_loss(HRESULT hr);   // DXGI_ERROR_DEVICE_REMOVED, _HUNG, _RESET, 
 std::string file_version(const wchar_t* path);  // "1.15.4.0" from the file's VS_FIXEDFILEINFO, or ""
 std::string exe_dir();  // the folder of the running program, UTF-8
 std::string compiler_name();  // "mingw-w64 g++ 12.2.0", "MSVC 1939"
+
+// The clock of --timings (both programs): QueryPerformanceCounter's ticks and their rate, and the wall clock.
+LONGLONG qpc_now();
+double qpc_ticks_per_us();
+long long unix_us_now();  // microseconds since 1970
 std::string wine_version();   // wine_get_version() from ntdll under Wine; "" on Windows
 
 // A DLL loaded from the given path, else from beside the program, else from the DLL search path: the first of

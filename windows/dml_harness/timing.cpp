@@ -12,21 +12,10 @@ static const char* const kPhaseNames[kPhaseCount] = {"wait",      "decode",   "c
                                                      "heap",      "resources", "upload", "initialize", "bind",
                                                      "dispatch",  "readback", "release", "reply"};
 
-LONGLONG qpc_now() {
-    LARGE_INTEGER t;
-    QueryPerformanceCounter(&t);
-    return t.QuadPart;
-}
-
 PhaseTimer::PhaseTimer() {
-    LARGE_INTEGER f;
-    QueryPerformanceFrequency(&f);
-    ticks_per_us = double(f.QuadPart) / 1e6;
+    ticks_per_us = dmlh::qpc_ticks_per_us();
     origin = last = qpc_now();
-    FILETIME ft;
-    GetSystemTimeAsFileTime(&ft);  // 100 ns since 1601
-    long long t100 = (long long)(((unsigned long long)ft.dwHighDateTime << 32) | ft.dwLowDateTime);
-    origin_unix_us = (t100 - 116444736000000000LL) / 10;
+    origin_unix_us = dmlh::unix_us_now();
 }
 
 void PhaseTimer::lap(Phase p) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "d3d12_device.h"
+#include "util.h"
 
 enum Phase {
     kWait,         // since the previous reply: the runner's side and reading this request
@@ -31,7 +32,7 @@ enum Phase {
 // resources); before the upload copies, after them, after the dispatch, after the readback copy.
 enum GpuMark { kGpuInitBegin, kGpuInitEnd, kGpuBegin, kGpuUploaded, kGpuDispatched, kGpuReadBack, kGpuMarks };
 
-LONGLONG qpc_now();  // QueryPerformanceCounter's ticks
+using dmlh::qpc_now;  // QueryPerformanceCounter's ticks (common/util.h)
 
 struct PhaseTimer {
     FILE* file = nullptr;

@@ -13,21 +13,12 @@ HostTimer g_host_timer;
 
 static const char* const kNames[kHostPhaseCount] = {"wait", "decode", "session", "inputs", "run", "outputs", "reply"};
 
-static LONGLONG now_ticks() {
-    LARGE_INTEGER t;
-    QueryPerformanceCounter(&t);
-    return t.QuadPart;
-}
+using dmlh::qpc_now;
 
 HostTimer::HostTimer() {
-    LARGE_INTEGER f;
-    QueryPerformanceFrequency(&f);
-    ticks_per_us = double(f.QuadPart) / 1e6;
-    origin = last = now_ticks();
-    FILETIME ft;
-    GetSystemTimeAsFileTime(&ft);
-    long long t100 = (long long)(((unsigned long long)ft.dwHighDateTime << 32) | ft.dwLowDateTime);
-    origin_unix_us = (t100 - 116444736000000000LL) / 10;
+    ticks_per_us = dmlh::qpc_ticks_per_us();
+    origin = last = qpc_now();
+    origin_unix_us = dmlh::unix_us_now();
 }
 
 // The query heap, its readback buffer, a fence and one recorded list per timestamp slot; false (nothing kept) when
@@ -81,7 +72,7 @@ void HostTimer::open(const std::string& path_pattern, const std::string& start_e
         log_line("--timings: cannot open %s for appending; no timings", path.c_str());
         return;
     }
-    LONGLONG now = now_ticks();
+    LONGLONG now = qpc_now();
     device = dml_device;
     if (device && start_error.empty() && !make_gpu_marks(*this)) {
         frequency = 0;
@@ -91,12 +82,12 @@ void HostTimer::open(const std::string& path_pattern, const std::string& start_e
             (unsigned long)GetCurrentProcessId(), origin_unix_us, double(now - origin) / ticks_per_us,
             dmlh::json_string(start_error.empty() ? "ready" : start_error).c_str());
     fflush(file);
-    last = now_ticks();
+    last = qpc_now();
 }
 
 void HostTimer::lap(HostPhase p) {
     if (!file) return;
-    LONGLONG now = now_ticks();
+    LONGLONG now = qpc_now();
     us[p] += double(now - last) / ticks_per_us;
     last = now;
 }
@@ -117,13 +108,13 @@ void HostTimer::gpu_mark(int slot) {
     device->queue->ExecuteCommandLists(1, lists);
     written[slot] = true;
     if (slot == 1 || slot == 3) {  // the pair is resolved: wait for it, outside the phases being timed
-        LONGLONG before = now_ticks();
+        LONGLONG before = qpc_now();
         device->queue->Signal(fence, ++fence_value);
         if (fence->GetCompletedValue() < fence_value) {
             fence->SetEventOnCompletion(fence_value, event);
             WaitForSingleObject(event, 60000);
         }
-        last += now_ticks() - before;  // not the request's time
+        last += qpc_now() - before;  // not the request's time
     }
 }
 
@@ -153,5 +144,5 @@ void HostTimer::end_request(const std::string& id) {
     line += "}\n";
     fputs(line.c_str(), file);
     fflush(file);
-    last = now_ticks();
+    last = qpc_now();
 }
