@@ -137,7 +137,7 @@ def check_session_config(entries: tuple[str, ...]) -> tuple[str, ...]:
 def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None = None,
                parse: SuiteParser | None = None, limits: SuiteLimits | None = None) -> list[Case]:
     """The selected cases of the given suites, or of the bundled ones at the tier (default: standard)."""
-    from dmlconform.suite import SuiteError
+    from dmlconform.suite import SuiteError, parsed_cache
     from dmlconform.suite.loader import load_paths, load_suites
     from dmlconform.suite.select import SelectError, select
     from dmlconform.suite.tiers import DEFAULT, Tier
@@ -149,8 +149,11 @@ def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str |
         roots = [bundled_suites()]
         if tier is Tier.FULL:
             roots.append(_full_tier())
+    parse = parse or load_suites
+    if parsed_cache.enabled():
+        parse = parsed_cache.with_cache(parse)
     try:
-        cases = load_paths(roots, tier, parse or load_suites, limits)
+        cases = load_paths(roots, tier, parse, limits)
         return select(cases, expression)
     except (SuiteError, SelectError) as exc:
         fail(str(exc))

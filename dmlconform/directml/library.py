@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from dmlconform import cache_folder
 from dmlconform.atomic_file import sync_folder, write_atomically
 from dmlconform.directml.pe import DllError, DllFacts, check_directml, check_onnxruntime
 
@@ -125,19 +126,8 @@ class DirectMLChoice:
 
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:
-    """$DMLCONFORM_CACHE; else %LOCALAPPDATA%/dmlconform/cache on Windows, $XDG_CACHE_HOME/dmlconform or
-    ~/.cache/dmlconform elsewhere."""
-    env = os.environ if environ is None else environ
-    if env.get("DMLCONFORM_CACHE"):
-        return Path(env["DMLCONFORM_CACHE"])
-    if ON_WINDOWS:
-        local = env.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(local) / "dmlconform" / "cache"
-    xdg = env.get("XDG_CACHE_HOME", "")
-    if os.path.isabs(xdg):  # the XDG specification says to ignore a relative one
-        return Path(xdg) / "dmlconform"
-    home = env.get("HOME") or str(Path.home())
-    return Path(home) / ".cache" / "dmlconform"
+    """The user's cache folder (cache_folder.py)."""
+    return cache_folder.cache_root(environ, ON_WINDOWS)
 
 
 def releases_folder(root: Path | None = None) -> Path:

@@ -1,30 +1,21 @@
 """Where the full tier lives: generated on demand into a cache folder, never committed.
 
-`$DMLCONFORM_CACHE` if set, else `$XDG_CACHE_HOME/dmlconform`, else `~/.cache/dmlconform`; the tier is the
-`full/` folder inside. Its manifest records a fingerprint of what produced it (the descriptions, the
-generator's and the reference's source, the tool version): a cache made by another version is stale and is
-generated again before a run uses it.
+The tier is the `full/` folder of the user's cache folder (cache_folder.py). Its manifest records a fingerprint of
+what produced it (the descriptions, the generator's and the reference's source, the tool version): a cache made by
+another version is stale and is generated again before a run uses it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 from dmlconform import __version__
+from dmlconform.cache_folder import cache_root
 from dmlconform.generation.description import description_files
 from dmlconform.generation.writer import read_manifest
 
 _PACKAGE = Path(__file__).resolve().parents[1]
-
-
-def cache_root() -> Path:
-    explicit = os.environ.get("DMLCONFORM_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "dmlconform"
 
 
 def full_tier_folder() -> Path:

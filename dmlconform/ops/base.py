@@ -135,6 +135,13 @@ class Operator:
     def __repr__(self) -> str:
         return f"<operator {self.name}>"
 
+    def __reduce__(self) -> tuple[Callable[[str], Operator], tuple[str]]:
+        # Operators are singletons compared by identity: a pickled case (sent to a worker process, or kept in the
+        # parsed-suite cache) comes back with the process's own.
+        from dmlconform.ops import find_operator
+
+        return find_operator, (self.name,)
+
     @property
     def tensors(self) -> tuple[str, ...]:
         return self.inputs + self.outputs

@@ -16,7 +16,6 @@ pipe from the parent: when the parent dies, even by SIGKILL, they kill their gro
 from __future__ import annotations
 
 import contextlib
-import copyreg
 import multiprocessing
 import os
 import pickle
@@ -35,7 +34,6 @@ from dmlconform.backends.base import BackendOptions, Outcome, OutcomeKind
 from dmlconform.case import Case
 from dmlconform.case_result import CaseResult
 from dmlconform.feature_levels import FeatureLevel
-from dmlconform.ops import OPERATORS, find_operator
 from dmlconform.runner import KeepOutputs
 from dmlconform.runner.judge import judge_outcome
 from dmlconform.runner.serve import Message, RetryPolicy, Server
@@ -60,15 +58,6 @@ QUEUED_BYTES = 64 << 20
 OUT_OF_BAND_BYTES = 1 << 20
 #: A worker slot whose replacement fails to start this many times in a row is given up.
 MAX_FAILED_STARTS = 3
-
-
-def _reduce_operator(op: object) -> tuple[Callable[[str], object], tuple[str]]:
-    return find_operator, (op.name,)  # type: ignore[attr-defined]
-
-
-# Operators are singletons compared by identity; a case sent to a worker must arrive with the worker's own.
-for _operator in OPERATORS.values():
-    copyreg.pickle(type(_operator), _reduce_operator)
 
 
 class BackendStartError(RuntimeError):
@@ -98,6 +87,17 @@ def _context() -> multiprocessing.context.BaseContext:
         context.set_forkserver_preload(["dmlconform.runner.pool", "dmlconform.suite.loader"])
         return context
     return multiprocessing.get_context("spawn")
+
+
+def start_fork_server() -> None:
+    """Have the fork server (see `_context`) start now, in a thread: its interpreter and imports take a few tenths
+    of a second, which the caller spends on other work (preparing the backend) instead of waiting at the first
+    worker's start."""
+    if _context().get_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    threading.Thread(target=forkserver.ensure_running, name="dmlconform-fork-server", daemon=True).start()
 
 
 def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> None:
