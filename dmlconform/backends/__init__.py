@@ -109,14 +109,18 @@ def uses_wine_programs(name: str, options: BackendOptions) -> bool:
     return name == "directml" or (name == "onnxruntime" and options.ep == "dml" and not options.harness)
 
 
-def prepare(name: str, options: BackendOptions) -> None:
+def prepare(name: str, options: BackendOptions) -> BackendOptions:
     """What the backend needs set up once, in the command's own process, before its worker processes start: for the
-    Windows programs under Wine, the prefix and its display (backends/directml.py). RuntimeError (one line) when that
-    cannot be had."""
+    Windows programs under Wine, the prefix and its display (backends/directml.py); for the directml backend, its
+    harness's start (options.prepared). RuntimeError (one line) when that cannot be had. Returns the options to give
+    the workers' `create_backend`."""
     if uses_wine_programs(name, options):
-        from dmlconform.backends.directml import prepare_wine
+        from dmlconform.backends.directml import prepare_start, prepare_wine
 
         prepare_wine(options)
+        if name == "directml":
+            return prepare_start(options)
+    return options
 
 
 def _load_builtin() -> None:

@@ -66,6 +66,10 @@ class BackendOptions:
     session_config: tuple[str, ...] = ()
     #: Options of the packaged harness or host themselves (--disable-metacommands, --debug-layer, --timings FILE).
     program_options: tuple[str, ...] = ()
+    #: Not an option: what `backends.prepare` worked out once for the command from the options above (the directml
+    #: backend: its harness's start, with the DLL's and program's digests), so that each worker process does not
+    #: work it out again. Plain data; None: the backend works it out itself.
+    prepared: object | None = None
 
 
 class Backend(Protocol):

@@ -11,6 +11,7 @@ garbage costs one case. Result documents name the DLL's version, digest and wher
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 from dmlconform.backends import register
 from dmlconform.backends.base import BackendInfo, BackendOptions
@@ -46,15 +47,27 @@ def device_for(options: BackendOptions) -> Device:
         raise RuntimeError(str(exc)) from None
 
 
-@register(NAME)
-def create(options: BackendOptions) -> DirectMLBackend:
+def _start(options: BackendOptions) -> ProgramStart:
     if options.harness:
         raise RuntimeError("--backend directml starts its own harness; --harness is for --backend native")
+    if isinstance(options.prepared, ProgramStart):
+        return options.prepared
     try:
-        start = harness_start(options.directml, options.directml_version, device_for(options), _log,
-                              options.program_options)
+        return harness_start(options.directml, options.directml_version, device_for(options), _log,
+                             options.program_options)
     except (StartError, WineUnavailable) as exc:
         raise RuntimeError(str(exc)) from None
+
+
+def prepare_start(options: BackendOptions) -> BackendOptions:
+    """The options with the harness's start worked out (`backends.prepare`): a tenth of a second of digests and Wine
+    probes that each worker would otherwise spend before its harness can start."""
+    return replace(options, prepared=_start(replace(options, prepared=None)))
+
+
+@register(NAME)
+def create(options: BackendOptions) -> DirectMLBackend:
+    start = _start(options)
     try:
         return DirectMLBackend(start, options.timeout_s)
     except (HarnessStartError, WineUnavailable) as exc:

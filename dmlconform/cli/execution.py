@@ -8,7 +8,7 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -134,9 +134,11 @@ def execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResu
     Unusable input is a one-line error (exit 2); so is a backend that cannot start, unless the request asks for
     BackendUnavailable instead."""
     from dmlconform.backends import prepare
+    from dmlconform.runner.pool import start_fork_server
 
+    start_fork_server()  # its imports take as long as what follows: both at once
     try:
-        prepare(request.backend_name, request.options)
+        request = replace(request, options=prepare(request.backend_name, request.options))
     except RuntimeError as exc:
         _unavailable(request, str(exc))
     return _execute(request, stop, console)

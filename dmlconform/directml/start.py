@@ -98,7 +98,7 @@ def harness_start(directml: str | None, version: str | None, device: Device, log
     try:
         program = program_build(environ).path(HARNESS)
         started = launch(program, [*device.arguments(), *arguments], {"--dml": choice.dll}, device.vulkan_driver,
-                         log, environ)
+                         log, environ, virtual_heaps=True)
     except (WineUnavailable, RuntimeError) as exc:
         raise StartError(str(exc)) from None
     return ProgramStart(program, started, choice, None, _facts(program, choice, started, None))

@@ -397,8 +397,8 @@ class Launch:
         return shlex.join([*(["env", *settings] if settings else []), *self.argv])
 
 
-def _wine_environment(prefix: Path, driver: VulkanDriver | None, environ: Mapping[str, str] | None = None
-                      ) -> dict[str, str]:
+def _wine_environment(prefix: Path, driver: VulkanDriver | None, environ: Mapping[str, str] | None = None,
+                      virtual_heaps: bool = False) -> dict[str, str]:
     given = os.environ if environ is None else environ
     env = {"WINEPREFIX": str(prefix), "WINEARCH": "win64",
            "WINEDEBUG": given.get("WINEDEBUG", "-all"),
@@ -410,13 +410,29 @@ def _wine_environment(prefix: Path, driver: VulkanDriver | None, environ: Mappin
            "VKD3D_SHADER_DEBUG": given.get("VKD3D_SHADER_DEBUG", "err")}
     if driver is not None:
         env["VK_ICD_FILENAMES"] = env["VK_DRIVER_FILES"] = str(driver.manifest)
+    if virtual_heaps and "VKD3D_CONFIG" not in given and on_lavapipe(driver, given):
+        env["VKD3D_CONFIG"] = "virtual_heaps"
     return env
 
 
+def on_lavapipe(driver: VulkanDriver | None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the program's Vulkan device is lavapipe: the chosen driver, or, with none chosen, every one installed."""
+    drivers = [driver] if driver is not None else vulkan_drivers(environ)
+    return bool(drivers) and all(d.name.startswith("lvp") for d in drivers)
+
+
 def launch(program: Path, arguments: list[str], dll_paths: dict[str, Path], vulkan: str | None,
-           log: Callable[[str], None], environ: Mapping[str, str] | None = None) -> Launch:
+           log: Callable[[str], None], environ: Mapping[str, str] | None = None,
+           virtual_heaps: bool = False) -> Launch:
     """How to start `program` with `arguments`; `dll_paths` are options naming DLLs (e.g. {"--dml": path}), given
-    in the form the program reads them (a Wine path under Wine). Makes the prefix when needed."""
+    in the form the program reads them (a Wine path under Wine). Makes the prefix when needed.
+
+    `virtual_heaps`: on lavapipe, vkd3d's virtual descriptor heaps (VKD3D_CONFIG=virtual_heaps, unless the caller
+    sets VKD3D_CONFIG). vkd3d otherwise backs a shader-visible descriptor heap with Vulkan descriptor sets of the
+    device's largest size, which lavapipe fills in host memory: 1.2 s for a program's first heap, a third of the
+    harness's standard tier. Only for the DirectML harness: its outputs are the same bit for bit on both tiers
+    (docs/directml-speed.md); the ONNX Runtime host crashes in vkd3d under virtual heaps (SIGSEGV in most DML EP
+    sessions), so it keeps the default and its own heap pool."""
     env = os.environ if environ is None else environ
     if not needs_wine():
         if vulkan is not None:
@@ -433,5 +449,5 @@ def launch(program: Path, arguments: list[str], dll_paths: dict[str, Path], vulk
     ensure_prefix(wine, prefix, log)
     driver = choose_vulkan_driver(vulkan, env) if vulkan is not None else None
     dll_args = [a for option, path in dll_paths.items() for a in (option, windows_path(path))]
-    environment = {**_wine_environment(prefix, driver, env), "DISPLAY": prefix_display(prefix)}
+    environment = {**_wine_environment(prefix, driver, env, virtual_heaps), "DISPLAY": prefix_display(prefix)}
     return Launch((str(wine.loader), str(program), *dll_args, *arguments), environment, wine, prefix, driver)

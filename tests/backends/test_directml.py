@@ -137,3 +137,32 @@ def test_the_packaged_harness_runs_the_seed_suite_under_wine_and_names_its_dll(t
     assert backend["directml_origin"] == "--directml" and backend["program"].startswith("dml_harness.exe sha256 ")
     assert "lvp" in backend["vulkan_driver"] and backend["wine"].startswith("wine-")
     assert {r["status"] for r in document["cases"]} == {"PASS"}
+
+
+def test_the_harness_start_is_worked_out_once_per_command_and_travels_to_the_workers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from dmlconform import backends
+    from dmlconform.backends import directml
+    from dmlconform.backends.base import BackendOptions
+    from dmlconform.directml.start import ProgramStart
+    from dmlconform.directml.wine import Launch
+
+    calls: list[tuple[str | None, tuple[str, ...]]] = []
+
+    def harness_start(dll: str | None, version: str | None, device: object, log: object,
+                      arguments: tuple[str, ...]) -> ProgramStart:
+        calls.append((dll, arguments))
+        return ProgramStart(Path("/p/dml_harness.exe"), Launch(("dml_harness.exe", *arguments), {"A": "1"}),
+                            None, facts={"program": "dml_harness.exe sha256 00"})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(directml, "harness_start", harness_start)
+    monkeypatch.setattr(directml, "prepare_wine", lambda options: None)
+    options = BackendOptions(directml="/d/DirectML.dll", program_options=("--timings", "t"))
+    prepared = pickle.loads(pickle.dumps(backends.prepare("directml", options)))  # as a worker receives it
+    assert calls == [("/d/DirectML.dll", ("--timings", "t"))]
+    assert prepared.prepared.launch.argv == ("dml_harness.exe", "--timings", "t")
+    assert directml._start(prepared) == prepared.prepared and len(calls) == 1  # the worker works out nothing
+    assert directml._start(options).launch.argv == prepared.prepared.launch.argv and len(calls) == 2
+    assert backends.prepare("numpy", options) is options

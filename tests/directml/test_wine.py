@@ -237,3 +237,24 @@ def test_the_real_wine_makes_a_usable_prefix_and_remakes_a_broken_one(tmp_path: 
     wine.ensure_prefix(found, prefix, lines.append)
     assert lines == [f"remaking the Wine prefix {prefix}: system.reg is empty"]
     assert wine.prefix_problem(prefix, found) == ""
+
+
+def test_virtual_descriptor_heaps_only_where_asked_on_lavapipe_and_never_over_the_callers(
+        fake_wine: wine.Wine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wine, "needs_wine", lambda: True)
+    monkeypatch.setattr(wine, "prefix_display", lambda prefix: ":77")
+    _manifest(tmp_path / "icd.d", "lvp_icd.x86_64", "libvulkan_lvp.so")
+    _manifest(tmp_path / "icd.d", "nvidia_icd", "libGLX_nvidia.so.0")
+    monkeypatch.setattr(wine, "ICD_FOLDERS", (str(tmp_path / "icd.d"),))
+    environ = {"WINE": str(fake_wine.loader), "PATH": "", wine.PREFIX_ENV: str(tmp_path / "prefix")}
+
+    def config(adapter: str | None, virtual_heaps: bool, extra: dict[str, str] | None = None) -> str | None:
+        started = wine.launch(Path("/opt/p/dml_harness.exe"), [], {}, adapter, lambda line: None,
+                              {**environ, **(extra or {})}, virtual_heaps=virtual_heaps)
+        return started.environment.get("VKD3D_CONFIG")
+
+    assert config("lavapipe", True) == "virtual_heaps"
+    assert config("lavapipe", False) is None  # the ONNX Runtime host
+    assert config("nvidia", True) is None
+    assert config(None, True) is None  # no driver chosen, and not every installed one is lavapipe
+    assert config("lavapipe", True, {"VKD3D_CONFIG": ""}) is None  # the caller's own setting stands
