@@ -16,8 +16,10 @@ Each run is `dmlconform run --tier T [-k EXPR] --backend directml --adapter A --
 when it fails on the harness, as by default), timed from this script's side, once per --jobs value (those above this
 machine's CPU count are left out unless given explicitly). Before the first, one harness (host) is started and stopped
 untimed, as any earlier command leaves Wine's server and services running (directml/wine.py: WINESERVER_LINGER_S):
-what a run costs then, not Wine's first start of the day (about a second). --suites DIR runs suites of one's own
-(a frozen copy of test_vectors/, to compare trees that generate different ones).
+what a run costs then, not Wine's first start of the day (about a second). Likewise the workload is loaded first,
+which leaves its parse in the parsed-suite cache (suite/parsed_cache.py) as any earlier run does; the report gives
+loading from the cache and parsing (the first run after dmlconform or the suites change) apart. --suites DIR runs
+suites of one's own (a frozen copy of test_vectors/, to compare trees that generate different ones).
 
 The programs' `--timings FILE` option writes one JSON line per request (replies do not change; checked by tests): the
 microseconds of each phase from QueryPerformanceCounter, and the GPU's own timestamps: around the harness's
@@ -410,13 +412,30 @@ def operator_lines(run: Run) -> list[str]:
 
 
 # -- in this process: harness starts and the Python side -----------------------------------------------------
-def load_workload(args: argparse.Namespace) -> tuple[list[object], float]:
+def load_workload(args: argparse.Namespace) -> tuple[list[object], tuple[float, float]]:
+    """The workload's cases, and the seconds loading them takes parsed (as the first run after a change of dmlconform
+    or of the suites does) and from the parsed-suite cache (every later run; the timed runs find it filled)."""
     from dmlconform.cli.common import load_cases
     from dmlconform.runner.loading import default_helpers, parallel_parser
 
-    clock = time.perf_counter()
-    cases = load_cases((args.suites,) if args.suites else (), args.k, args.tier, parallel_parser(default_helpers()))
-    return cases, time.perf_counter() - clock
+    def load() -> tuple[list[object], float]:
+        clock = time.perf_counter()
+        cases = load_cases((args.suites,) if args.suites else (), args.k, args.tier,
+                           parallel_parser(default_helpers()))
+        return cases, time.perf_counter() - clock
+
+    saved = os.environ.get("DMLCONFORM_SUITE_CACHE")
+    os.environ["DMLCONFORM_SUITE_CACHE"] = "off"
+    try:
+        _, parse_s = load()
+    finally:
+        if saved is None:
+            del os.environ["DMLCONFORM_SUITE_CACHE"]
+        else:
+            os.environ["DMLCONFORM_SUITE_CACHE"] = saved
+    load()  # fills the cache, if it was not
+    cases, cached_s = load()
+    return cases, (parse_s, cached_s)
 
 
 def start_probe(args: argparse.Namespace, harness: Harness, cases: list[object], root: Path) -> list[str]:
@@ -450,7 +469,7 @@ def start_probe(args: argparse.Namespace, harness: Harness, cases: list[object],
             f"descriptor heap (made once per harness) {heap:.2f} s"]
 
 
-def python_side(args: argparse.Namespace, harness: Harness, cases: list[object], loading_s: float,
+def python_side(args: argparse.Namespace, harness: Harness, cases: list[object], loading_s: tuple[float, float],
                 root: Path) -> list[str]:
     """A sample of cases run one at a time as a worker runs them: encoding, round trip, judging."""
     from dmlconform import harness_protocol as protocol
@@ -493,8 +512,10 @@ def python_side(args: argparse.Namespace, harness: Harness, cases: list[object],
             f"harness {in_harness / n * 1000:.2f}, pipe and reply decoding {pipe / n * 1000:.2f}, judging "
             f"(reference + comparison) {judging / n * 1000:.2f}; the runner's own share "
             f"{(total - in_harness) / total * 100:.0f}% of a case's {total / n * 1000:.2f} ms",
-            f"loading the workload's suites: {loading_s:.2f} s ({loading_s / max(len(cases), 1) * 1000:.2f} ms "
-            "per case; the command overlaps it with the harness starts)"]
+            f"loading the workload's suites: {loading_s[1]:.2f} s from the parsed-suite cache, as every run but the "
+            f"first after a change of dmlconform or the suites ({loading_s[0]:.2f} s parsing them, "
+            f"{loading_s[0] / max(len(cases), 1) * 1000:.2f} ms per case); the command overlaps it with the harness "
+            "starts"]
 
 
 # -- comparisons -----------------------------------------------------------------------------------------------

@@ -84,7 +84,9 @@ def _context() -> multiprocessing.context.BaseContext:
         context = multiprocessing.get_context("forkserver")
         # The fork server imports these once; each worker is then a fork of it (milliseconds, not a new
         # interpreter), and never a fork of the parent, whose threads (progress bar) would be copied mid-step.
-        context.set_forkserver_preload(["dmlconform.runner.pool", "dmlconform.suite.loader"])
+        # The backends that start programs too: a worker then starts its harness at once.
+        context.set_forkserver_preload(["dmlconform.runner.pool", "dmlconform.suite.loader",
+                                        "dmlconform.backends.native", "dmlconform.backends.directml"])
         return context
     return multiprocessing.get_context("spawn")
 
