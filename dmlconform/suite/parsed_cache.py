@@ -4,9 +4,9 @@ Parsing a bundled tier (YAML, .npz members, every description rule) costs more t
 the standard tier's 3 s through the DirectML harness on lavapipe, several seconds for the full tier. What a file's
 parse gave is kept in the cache folder's `suites/` (cache_folder.py), under the SHA-256 of everything the parse
 depends on: the suite file's path and bytes, its tree's root and every other file in that tree (the tensors it may
-name), the tier and the limits it was read at, and the code that parsed it (dmlconform's source, Python's, numpy's
-and PyYAML's versions). A parse made from anything else is never used, so a hit is exactly what parsing again would
-give; the tree's limits are checked again over every file, hit or not.
+name), the tier and the limits it was read at, and the code that parsed it (the source parsing can run, and Python's,
+numpy's and PyYAML's versions). A parse made from anything else is never used, so a hit is exactly what parsing
+again would give; the tree's limits are checked again over every file, hit or not.
 
 Entries are pickles, read back only from the user's own cache folder, the one whose DirectML DLLs the tool loads and
 runs: unpickling them trusts nothing that running the tool does not already trust. An entry that cannot be read
@@ -146,15 +146,27 @@ def _bounded_read(path: Path, most: int) -> bytes | None:
     return data if len(data) == status.st_size else None
 
 
+#: What parsing can run: by the layer rule (docs/architecture.md, tests/test_layers.py) `suite/` imports only its own
+#: layer and those below, which are these packages and the top-level modules (tests/suite/test_parsed_cache.py checks
+#: that every module the loader imports is among them). Other code changing (a backend, a command) keeps the cache.
+PARSING_PACKAGES = ("suite", "ops", "compare", "directml", "interactions")
+
+
+def parsing_sources() -> list[Path]:
+    package = Path(__file__).resolve().parents[1]
+    top = [path for path in package.glob("*.py")]
+    return sorted(top + [path for name in PARSING_PACKAGES for path in (package / name).rglob("*.py")])
+
+
 @cache
 def code_fingerprint() -> str:
-    """SHA-256 over dmlconform's Python source and the versions of what parsing uses."""
+    """SHA-256 over the Python source parsing can run and the versions of Python, numpy and PyYAML."""
     import numpy
     import yaml
 
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(f"{sys.version}\0{numpy.__version__}\0{yaml.__version__}\0".encode())
-    for path in sorted(package.rglob("*.py")):
+    for path in parsing_sources():
         digest.update(path.relative_to(package).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
     return digest.hexdigest()
 

@@ -179,3 +179,26 @@ def test_files_past_the_bounds_are_parsed_each_time_and_never_read_whole_by_the_
         os.mkfifo(root / "data" / "pipe")
         load_paths([root], Tier.SMOKE, cached)
         assert len(parser.parsed) == 5
+
+
+def test_the_code_fingerprint_covers_every_module_the_loader_can_run() -> None:
+    from tests.test_layers import PACKAGE, imported_modules
+
+    def source(module: str) -> Path | None:
+        relative = Path(*module.split(".")[1:])
+        for candidate in (PACKAGE / relative.with_suffix(".py"), PACKAGE / relative / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+        return None  # `from a import name`: a name, not a module
+
+    fingerprinted = set(parsed_cache.parsing_sources())
+    todo, seen = [PACKAGE / "suite" / "loader.py", PACKAGE / "suite" / "parsed_cache.py"], set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        assert path in fingerprinted, f"{path} can run while a suite is parsed but is not in the fingerprint"
+        todo += [found for module in imported_modules(path, PACKAGE) if (found := source(module)) is not None]
+    assert len(seen) > 20
+    assert PACKAGE / "backends" / "directml.py" not in fingerprinted  # a backend's change keeps the cache
