@@ -40,9 +40,10 @@ case) and a sample of cases run one at a time through the native backend as a wo
 trip less the harness's own time, judging).
 
 With --peer=OPTIONS (the = keeps argparse from reading them as its own) the same workload runs once more with those
-program options (the harness's `--buffers-per-case` or `--heap-per-case`, the old ways; the host's `--fresh-heaps`)
-at --peer-jobs, and the ratio is printed. Every run's per-case results (status, outcome, matched candidate, max ULP,
-max abs error, output digest) must agree; with --check-outputs the peer run keeps every output (--artifacts-all;
+program options (the harness's `--buffers-per-case` or `--heap-per-case`, the old ways; the host's `--fresh-heaps`,
+or `--intra-op-threads 0`, ONNX Runtime's default thread pool in every session) at --peer-jobs, and the ratio is
+printed. Every run's per-case results (status, outcome, matched candidate, max ULP, max abs error, output digest)
+must agree; with --check-outputs the peer run keeps every output (--artifacts-all;
 its wall time then includes writing them) and so does one more, untimed run without --timings, and the outputs must
 be byte-identical. Exit status 1 when results or outputs differ, or when a whole tier misses issue 31's goal (the
 harness: the standard tier in 3 s on lavapipe, 2 s on a GPU, the full tier in 6 s on a GPU; the EP: the standard
@@ -646,7 +647,8 @@ def main() -> int:
     parser.add_argument("-k", help="select cases as `dmlconform run -k` does")
     parser.add_argument("--jobs", type=int, nargs="+", help="--jobs values (default: 1 2 4 8 16 up to the CPUs)")
     parser.add_argument("--peer", default="", metavar="OPTIONS", help="program options of a peer run "
-                        "(--buffers-per-case or --heap-per-case for the harness, --fresh-heaps for the host)")
+                        "(--buffers-per-case or --heap-per-case for the harness, --fresh-heaps or "
+                        "'--intra-op-threads 0' for the host)")
     parser.add_argument("--peer-jobs", type=int, help="--jobs of the peer run (default: the largest measured)")
     parser.add_argument("--check-outputs", action="store_true", help="compare every output with the peer's")
     parser.add_argument("--starts", type=int, default=3, help="harness starts timed in this process")

@@ -447,6 +447,23 @@ def test_window_table_agrees_with_onnx_maxpool_on_tie_free_data(geometry: tuple)
     np.testing.assert_array_equal(ours, indices.ravel())
 
 
+def test_containing_windows_lists_each_elements_windows_in_order_padded_with_the_never_winning_one() -> None:
+    """The gather-sum construction's table C against its definition, element by element: the valid windows that
+    have the element among their taps (each once, ascending), then the padding window number len(table)."""
+    from dmlconform.backends.onnx_graphs.max_pooling_grad import containing_windows
+
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        windows, taps, size = int(rng.integers(1, 30)), int(rng.integers(1, 9)), int(rng.integers(1, 60))
+        table = rng.integers(0, size, (windows, taps))
+        valid = rng.random(windows) < 0.8
+        c = containing_windows(table, valid, size)
+        for element in range(size):
+            expected = [w for w in range(windows) if valid[w] and element in table[w]]
+            row = c[element]
+            assert list(row[: len(expected)]) == expected and (row[len(expected):] == windows).all(), (element, row)
+
+
 def _failing_session(kind: str, message: str) -> Callable[..., Any]:
     error = type(kind, (Exception,), {})
 

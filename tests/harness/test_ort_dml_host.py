@@ -184,6 +184,26 @@ def test_released_heaps_go_to_the_next_sessions_and_give_what_fresh_heaps_give(h
     assert fresh[2]["heaps_created"] == fresh[2]["heaps_reused"] == 0
 
 
+def test_sessions_have_one_intra_op_thread_and_give_what_onnx_runtimes_default_pool_gives(dml: HostRunner,
+                                                                                          host: str) -> None:
+    """Sessions get one intra-op thread unless told otherwise (--intra-op-threads 0: ONNX Runtime's default, a pool of
+    a thread per physical core made with every session); the hello says which, and the outputs are the same bytes."""
+    assert dml.hello.extra["session_options"].startswith("1 intra-op thread, ORT_SEQUENTIAL")
+    cases = [relu_case(f"threads{size}", size) for size in (5, 8)]
+    ours = [run_graph(dml, case) for case in cases]
+    runner = HostRunner.start(f"{host} --intra-op-threads 0", "dml", TIMEOUT_S)
+    try:
+        assert runner.hello.extra["session_options"].startswith("ONNX Runtime's default intra-op threads")
+        pooled = [run_graph(runner, case) for case in cases]
+    finally:
+        runner.close()
+    for one, default in zip(ours, pooled, strict=True):
+        assert one.kind is default.kind is OutcomeKind.OUTPUTS, (one, default)
+        assert one.outputs["OutputGradientTensor"].tobytes() == default.outputs["OutputGradientTensor"].tobytes()
+    with pytest.raises(RuntimeError, match="--intra-op-threads lots"):
+        HostRunner.start(f"{host} --intra-op-threads lots", "cpu", TIMEOUT_S)
+
+
 def test_a_host_that_dies_is_a_crash_and_the_next_case_gets_a_fresh_one(cpu: HostRunner) -> None:
     assert run_graph(cpu, relu_case("before")).kind is OutcomeKind.OUTPUTS
     pid = cpu.client.pid

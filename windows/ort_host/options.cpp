@@ -2,6 +2,7 @@
 #include "options.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 using dmlh::log_line;
@@ -15,6 +16,8 @@ static const char kUsage[] =
     "                          ep.dml.disable_graph_fusion=1\n"
     "  --timings FILE          append one JSON line of phase times (microseconds) per request to FILE;\n"
     "                          %p in FILE becomes the process id (replies are unchanged)\n"
+    "  --intra-op-threads N    each session's intra-op thread pool: 1 (default) none, the calling thread only;\n"
+    "                          0 ONNX Runtime's default, a thread per physical core made with every session\n"
     "  --fresh-heaps           every shader-visible descriptor heap the EP asks for made afresh, instead of\n"
     "                          handing out again those earlier sessions released (under Wine; for comparison)\n"
     "  --verbose               ONNX Runtime's log and every request on stderr\n"
@@ -50,6 +53,15 @@ bool parse_options(int argc, char** argv, Options& o) {
         } else if (a == "--timings") {
             if (!(v = dmlh::option_value(argc, argv, i))) return false;
             o.timings_path = v;
+        } else if (a == "--intra-op-threads") {
+            if (!(v = dmlh::option_value(argc, argv, i))) return false;
+            char* end = nullptr;
+            const long n = strtol(v, &end, 10);
+            if (!*v || *end || n < 0 || n > 1024) {
+                log_line("--intra-op-threads %s: give 1 (no pool), 0 (ONNX Runtime's default) or up to 1024", v);
+                return false;
+            }
+            o.intra_op_threads = int(n);
         } else if (a == "--fresh-heaps") {
             o.fresh_heaps = true;
         } else if (a == "--verbose") {

@@ -15,6 +15,10 @@ struct Options {
     std::vector<std::pair<std::string, std::string>> session_config;  // --session-config KEY=VALUE
     bool verbose = false;  // ONNX Runtime's whole log and every request on stderr
     std::string timings_path;  // --timings: per-request phase times appended here (timing.h); empty: none
+    // --intra-op-threads: the size of each session's intra-op thread pool. 1 (the default): no pool, the caller's
+    // thread only; 0: ONNX Runtime's own default, a pool of a thread per physical core made and torn down with every
+    // session (the old way, for comparison: session.cpp says what it cost).
+    int intra_op_threads = 1;
     bool fresh_heaps = false;  // --fresh-heaps: no descriptor heap pool (heap_pool.h; the old way, for comparison)
 };
 

@@ -137,10 +137,13 @@ std::string init_runtime(Runtime& rt) {
     rt.extra.emplace_back("available_providers", rt.providers);
     rt.extra.emplace_back("cpu_ep_fallback", rt.dml() ? "disabled (session.disable_cpu_ep_fallback = 1)"
                                                       : "n/a (CPU provider)");
-    rt.extra.emplace_back("session_options", rt.dml() ? "ORT_SEQUENTIAL, memory pattern off, DML EP on the host's "
-                                                        "IDMLDevice + DIRECT queue (OrtDmlApi::"
-                                                        "SessionOptionsAppendExecutionProvider_DML1)"
-                                                      : "1 intra-op thread");
+    const std::string threads = rt.opt.intra_op_threads == 0 ? "ONNX Runtime's default intra-op threads"
+                                : rt.opt.intra_op_threads == 1 ? "1 intra-op thread"
+                                                               : strf("%d intra-op threads", rt.opt.intra_op_threads);
+    rt.extra.emplace_back("session_options", rt.dml() ? threads + ", ORT_SEQUENTIAL, memory pattern off, DML EP on "
+                                                                  "the host's IDMLDevice + DIRECT queue (OrtDmlApi::"
+                                                                  "SessionOptionsAppendExecutionProvider_DML1)"
+                                                      : threads);
     for (const auto& kv : rt.opt.session_config) rt.extra.emplace_back("session_config." + kv.first, kv.second);
     for (auto& kv : rt.device.extra) rt.extra.push_back(kv);
     if (!rt.dml()) {

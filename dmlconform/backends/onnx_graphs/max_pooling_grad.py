@@ -84,16 +84,20 @@ def window_table(x_shape: tuple[int, ...], out: tuple[int, ...], params: Mapping
 def containing_windows(table: np.ndarray, valid: np.ndarray, size: int) -> np.ndarray:
     """C [size, K]: per X element, the windows (ascending) that have it among their taps, padded with the window
     number len(table), which stands for a window that never wins. Windows with no tap inside are left out."""
-    windows = np.repeat(np.arange(table.shape[0], dtype=np.int64), table.shape[1])
+    count = table.shape[0]
+    windows = np.repeat(np.arange(count, dtype=np.int64), table.shape[1])
     elements = table.reshape(-1)
     keep = np.repeat(valid, table.shape[1])
-    pairs = np.unique(np.stack([elements[keep], windows[keep]], axis=1), axis=0)  # sorted by element, then window
-    counts = np.bincount(pairs[:, 0], minlength=size)
+    # Each (element, window) pair as one number, element * windows + window, so that one 1-D sort orders them by
+    # element, then window (np.unique over rows sorts byte strings: 20 times slower, most of a graph's build).
+    pairs = np.unique(elements[keep] * count + windows[keep])
+    element, window = pairs // count, pairs % count
+    counts = np.bincount(element, minlength=size)
     width = max(1, int(counts.max()) if counts.size else 1)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     column = np.arange(len(pairs)) - np.repeat(starts, counts)
-    result = np.full((size, width), table.shape[0], dtype=np.int64)
-    result[pairs[:, 0], column] = pairs[:, 1]
+    result = np.full((size, width), count, dtype=np.int64)
+    result[element, column] = window
     return result
 
 
