@@ -91,6 +91,9 @@ def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | No
         fail("--level: give the feature level claimed, e.g. --level 6_4")
     if backend_name is None:
         fail("--backend: give the backend that drives the device, e.g. --backend native --harness CMD")
+    from dmlconform.processes import start_fork_server
+
+    start_fork_server()  # the workers' fork server imports while this command does
     from dmlconform.cli.execution import StopRequest
 
     stop = StopRequest().install()

@@ -129,14 +129,18 @@ class RunRequest:
                 **backend_settings(self.backend_name, options)}
 
 
+#: Worker pools closing after their run (see `_execute`).
+_CLOSING: list[threading.Thread] = []
+
+
 def execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResult:
     """Run the request to the end (or to the stop request): one result per selected case, in selection order.
     Unusable input is a one-line error (exit 2); so is a backend that cannot start, unless the request asks for
     BackendUnavailable instead."""
     from dmlconform.backends import prepare
-    from dmlconform.runner.pool import start_fork_server
+    from dmlconform.processes import start_fork_server
 
-    start_fork_server()  # its imports take as long as what follows: both at once
+    start_fork_server()  # at once, if the command did not: its imports take as long as preparing the backend
     try:
         request = replace(request, options=prepare(request.backend_name, request.options))
     except RuntimeError as exc:
@@ -164,6 +168,7 @@ def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunRes
                                   dict(os.environ)),
                       jobs, stop.event, request.options.timeout_s)
     pool.launch()  # backends (harnesses) start while the suites load
+    closing: threading.Thread | None = None
     try:
         cases = load_cases(request.paths, request.expression, request.tier_name, parallel_parser(default_helpers()),
                            request.suite_limits)
@@ -229,7 +234,11 @@ def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunRes
             why = f"not run: the run was interrupted by {stop.signal.name if stop.signal else 'a signal'}"
             missing_status = Status.NOT_RUN
         else:
-            pool.close()
+            # The workers let their harnesses go (a GPU device's teardown takes tenths of a second) while the command
+            # writes its reports: `finish_closing`, or else the interpreter's exit, waits for it.
+            closing = threading.Thread(target=pool.close, name="dmlconform-close", daemon=False)
+            closing.start()
+            _CLOSING.append(closing)
             why, missing_status = "not run: no worker process could run it (see the messages above)", Status.ERROR
         for position in positions:
             if position not in done:
@@ -243,7 +252,14 @@ def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunRes
             writer.close()
         return run
     finally:
-        pool.kill()  # already gone after a normal close; on an error exit, not left behind
+        if closing is None:
+            pool.kill()  # on an error exit, or when interrupted: not left behind
+
+
+def finish_closing() -> None:
+    """Wait until the worker processes of every run `execute` returned have let their backends go and ended."""
+    while _CLOSING:
+        _CLOSING.pop().join()
 
 
 def _unavailable(request: RunRequest, why: str) -> NoReturn:

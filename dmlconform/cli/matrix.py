@@ -66,6 +66,9 @@ def matrix(versions: tuple[str, ...], all_available: bool, tier_name: str, out_d
     Exit status: 0 every release ran (whatever its cases came to), 1 a release could not be fetched or run,
     2 unusable input or usage, 130/143 stopped by SIGINT/SIGTERM."""
     arguments = dict(locals())
+    from dmlconform.processes import start_fork_server
+
+    start_fork_server()  # the workers' fork server imports while this command does
     from dmlconform.cli.execution import StopRequest
 
     stop = StopRequest().install()

@@ -105,6 +105,9 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
     Exit status: 0 every case came out as expected, 1 one did not, 2 unusable input or usage,
     130/143 stopped by SIGINT/SIGTERM (the reports are still written, with the rest NOT_RUN)."""
     arguments = dict(locals())
+    from dmlconform.processes import start_fork_server
+
+    start_fork_server()  # the workers' fork server imports while this command does
     from dmlconform.cli.execution import StopRequest
 
     stop = StopRequest().install()
@@ -126,7 +129,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
          session_config: tuple[str, ...], program_options: tuple[str, ...], suite_limits: SuiteLimits) -> int:
     from dmlconform.backends.base import BackendOptions
     from dmlconform.cli.common import write_html_report
-    from dmlconform.cli.execution import RunRequest, default_journal, execute
+    from dmlconform.cli.execution import RunRequest, default_journal, execute, finish_closing
     from dmlconform.report.console import render
     from dmlconform.results import ResultsError
     from dmlconform.results.expectations import load_expectations
@@ -159,6 +162,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
         write_html_report(run, html_path)
     if record:
         _record(run, json_path, history_db, meta)
+    finish_closing()
     if stop.signal is not None:
         return stop.exit_status
     return EXIT_OK if run.passed else EXIT_FAILED

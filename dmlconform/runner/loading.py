@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from dmlconform.case import Case
-from dmlconform.runner.pool import _context
+from dmlconform.processes import context
 from dmlconform.suite import SuiteError
 from dmlconform.suite.limits import SuiteLimits, Tally
 from dmlconform.suite.loader import SuiteParser, count_into, load_suite, load_suites
@@ -84,9 +84,9 @@ def _helper_main(conn: Connection) -> None:
 
 class _Helper:
     def __init__(self) -> None:
-        context = _context()
-        self.conn, child = context.Pipe()
-        self.process = context.Process(target=_helper_main, args=(child,), name="dmlconform-loader", daemon=True)
+        made_by = context()
+        self.conn, child = made_by.Pipe()
+        self.process = made_by.Process(target=_helper_main, args=(child,), name="dmlconform-loader", daemon=True)
         self.process.start()
         child.close()
         self.positions: list[int] = []  # handed out, not answered yet, in order

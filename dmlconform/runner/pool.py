@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
+from dmlconform import processes
 from dmlconform.backend_info import BackendInfo
 from dmlconform.backends.base import BackendOptions, Outcome, OutcomeKind
 from dmlconform.case import Case
@@ -77,29 +78,6 @@ class WorkerSetup:
     #: otherwise have the environment the fork server was started with, which a command that runs several times in
     #: one process (matrix, tests) or sets DISPLAY for its programs (run_environment) has changed since.
     environment: Mapping[str, str] | None = None
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    if sys.platform != "win32" and "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        # The fork server imports these once; each worker is then a fork of it (milliseconds, not a new
-        # interpreter), and never a fork of the parent, whose threads (progress bar) would be copied mid-step.
-        # The backends that start programs too: a worker then starts its harness at once.
-        context.set_forkserver_preload(["dmlconform.runner.pool", "dmlconform.suite.loader",
-                                        "dmlconform.backends.native", "dmlconform.backends.directml"])
-        return context
-    return multiprocessing.get_context("spawn")
-
-
-def start_fork_server() -> None:
-    """Have the fork server (see `_context`) start now, in a thread: its interpreter and imports take a few tenths
-    of a second, which the caller spends on other work (preparing the backend) instead of waiting at the first
-    worker's start."""
-    if _context().get_start_method() != "forkserver":
-        return
-    from multiprocessing import forkserver
-
-    threading.Thread(target=forkserver.ensure_running, name="dmlconform-fork-server", daemon=True).start()
 
 
 def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> None:
@@ -286,7 +264,7 @@ class WorkerPool:
     def __init__(self, setup: WorkerSetup, jobs: int, stop: threading.Event, timeout_s: float) -> None:
         self.setup, self.jobs, self.stop = setup, jobs, stop
         self.deadline_s = timeout_s * setup.repeat + max(timeout_s, RESTART_ALLOWANCE_S) + DEADLINE_GRACE_S
-        self.context = _context()
+        self.context = processes.context()
         self.workers: list[_Worker] = []
         self.info: BackendInfo | None = None
         self.target: FeatureLevel | None = None
