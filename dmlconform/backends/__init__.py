@@ -117,9 +117,11 @@ def prepare(name: str, options: BackendOptions) -> BackendOptions:
     if uses_wine_programs(name, options):
         from dmlconform.backends.directml import prepare_start, prepare_wine
 
+        if name == "directml":  # the start chooses (and checks) the DLL before Wine is touched
+            prepared = prepare_start(options)
+            prepare_wine()
+            return prepared
         prepare_wine(options)
-        if name == "directml":
-            return prepare_start(options)
     return options
 
 

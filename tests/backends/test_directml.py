@@ -158,7 +158,7 @@ def test_the_harness_start_is_worked_out_once_per_command_and_travels_to_the_wor
                             None, facts={"program": "dml_harness.exe sha256 00"})  # type: ignore[arg-type]
 
     monkeypatch.setattr(directml, "harness_start", harness_start)
-    monkeypatch.setattr(directml, "prepare_wine", lambda options: None)
+    monkeypatch.setattr(directml, "prepare_wine", lambda options=None: None)
     options = BackendOptions(directml="/d/DirectML.dll", program_options=("--timings", "t"))
     prepared = pickle.loads(pickle.dumps(backends.prepare("directml", options)))  # as a worker receives it
     assert calls == [("/d/DirectML.dll", ("--timings", "t"))]
