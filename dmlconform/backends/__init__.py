@@ -8,8 +8,10 @@ one that cannot be loaded is reported in one line and hides nothing else.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 
 from dmlconform.backends.base import Backend, BackendOptions
@@ -122,6 +124,12 @@ def prepare(name: str, options: BackendOptions) -> BackendOptions:
             prepare_wine()
             return prepared
         prepare_wine(options)
+        from dmlconform.backends.onnxruntime_backend import host_command
+
+        if sys.platform != "win32" and host_command(options, os.environ) is None:  # the packaged host, as `create`
+            from dmlconform.backends.ort_host import packaged_start  # would start in each worker
+
+            return replace(options, prepared=packaged_start(options))
     return options
 
 

@@ -20,6 +20,7 @@ onnxruntime and onnx are imported lazily (in the factory), never when this modul
 from __future__ import annotations
 
 import platform
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from types import ModuleType
@@ -233,7 +234,9 @@ def create(options: BackendOptions) -> OnnxRuntimeBackend:
     import os
 
     in_process_dml = False
-    if options.ep == "dml" and not options.harness:
+    # onnxruntime-directml, the only build with the DML EP, is Windows-only: elsewhere the host it is, without the
+    # import (tenths of a second in every worker before its host can start).
+    if options.ep == "dml" and not options.harness and sys.platform == "win32":
         try:
             import onnxruntime as probe
 

@@ -20,6 +20,7 @@ import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from dmlconform.backends.onnxruntime_common import (
 )
 from dmlconform.case import Case
 from dmlconform.ops.base import TensorDesc
+
+if TYPE_CHECKING:
+    from dmlconform.directml.start import ProgramStart
 
 MAX_RSS_ENV = "DMLCONFORM_HOST_MAX_RSS_MIB"
 DEFAULT_MAX_RSS_MIB = 4096
@@ -105,18 +109,12 @@ class HostRunner:
     def start_packaged(cls, options: BackendOptions, environ: Mapping[str, str] | None = None) -> HostRunner:
         """Start the host this package carries (ort_dml_host.exe; under Wine off Windows) on onnxruntime-directml's
         DLLs: the DirectML.dll and device the options name (directml/start.py)."""
-        from dmlconform.directml.start import Device, StartError, host_start
-        from dmlconform.directml.wine import WineUnavailable, device_hint
+        from dmlconform.directml.start import ProgramStart
+        from dmlconform.directml.wine import device_hint
 
         key = _host_ep(options.ep)
         limit = memory_limit(environ if environ is not None else os.environ)
-        try:
-            start = host_start(key, options.directml, options.directml_version,
-                               Device.parse(options.adapter, options.warp),
-                               lambda line: print(f"dmlconform: {line}", file=sys.stderr), options.session_config,
-                               options.program_options)
-        except (StartError, WineUnavailable) as exc:
-            raise RuntimeError(str(exc)) from None
+        start = options.prepared if isinstance(options.prepared, ProgramStart) else packaged_start(options)
         try:
             client = HarnessClient(start.launch.describe(), options.timeout_s, protocol.decode_model_host_hello,
                                    what="host", argv=start.launch.argv, environment=start.launch.environment)
@@ -196,3 +194,18 @@ class HostRunner:
             print(f"dmlconform: ONNX model host: peak working set {self.memory.peak_bytes >> 20} MiB, "
                   f"{self.client.restarts} restart(s), {self.memory.restarts} of them above the "
                   f"{self.memory.limit_bytes >> 20} MiB bound", file=sys.stderr)
+
+
+def packaged_start(options: BackendOptions) -> ProgramStart:
+    """How to start the host this package carries for these options (directml/start.py); RuntimeError, one line, when
+    it cannot be. `backends.prepare` works it out once per command (options.prepared)."""
+    from dmlconform.directml.start import Device, StartError, host_start
+    from dmlconform.directml.wine import WineUnavailable
+
+    try:
+        return host_start(_host_ep(options.ep), options.directml, options.directml_version,
+                          Device.parse(options.adapter, options.warp),
+                          lambda line: print(f"dmlconform: {line}", file=sys.stderr), options.session_config,
+                          options.program_options)
+    except (StartError, WineUnavailable) as exc:
+        raise RuntimeError(str(exc)) from None

@@ -219,3 +219,34 @@ def test_ort_messages_lose_build_paths_and_addresses_but_keep_file_line_and_hres
             "\\src\\DmlGraphFusionHelper.cpp(588) Exception(1) tid(24) 80070057 The parameter is incorrect.") \
         in outcome.message
     assert orc.condense_ort_message("no paths here") == "no paths here"
+
+
+def test_the_packaged_hosts_start_is_worked_out_once_per_command_unless_a_host_of_ones_own_is_given(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+    import sys
+
+    from dmlconform import backends
+    from dmlconform.backends import directml, ort_host
+    from dmlconform.backends.base import BackendOptions
+    from dmlconform.backends.onnxruntime_backend import HOST_ENV
+    from dmlconform.directml.start import ProgramStart
+    from dmlconform.directml.wine import Launch
+
+    calls: list[str] = []
+
+    def packaged_start(options: BackendOptions) -> ProgramStart:
+        calls.append(options.ep)
+        return ProgramStart(Path("/p/ort_dml_host.exe"), Launch(("ort_dml_host.exe", "--ep", "dml"), {}),
+                            None)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ort_host, "packaged_start", packaged_start)
+    monkeypatch.setattr(directml, "prepare_wine", lambda options=None: None)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.delenv(HOST_ENV, raising=False)
+    options = BackendOptions(ep="dml")
+    prepared = pickle.loads(pickle.dumps(backends.prepare("onnxruntime", options)))
+    assert calls == ["dml"] and prepared.prepared.launch.argv == ("ort_dml_host.exe", "--ep", "dml")
+    monkeypatch.setenv(HOST_ENV, "my-host")
+    assert backends.prepare("onnxruntime", options) is options and calls == ["dml"]
+    assert backends.prepare("onnxruntime", BackendOptions(ep="cpu")).prepared is None
