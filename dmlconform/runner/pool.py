@@ -168,6 +168,11 @@ def _die_with_parent(lifeline: Connection) -> None:
     os._exit(1)
 
 
+def _warn_start_failure(slot: int, message: str) -> None:
+    print(f"dmlconform: warning: worker {slot} could not start its backend ({message}); the run goes on without it",
+          file=sys.stderr)
+
+
 def next_batch(pending: deque[tuple[int, Case]], room: int) -> list[tuple[int, Case]]:
     """The next cases for a worker, in order: the first, then as many as `room` allows whose tensors add up to at
     most QUEUED_BYTES."""
@@ -274,6 +279,8 @@ class WorkerPool:
         self.prefetch = 1
         #: The retry policy the workers apply themselves (None: retries, if any, are the parent's).
         self.policy: RetryPolicy | None = None
+        #: Workers still creating their backends, by slot, with when they give up (`start`).
+        self.starting: dict[int, tuple[_Worker, float]] = {}
         self._launching: threading.Thread | None = None
         self._launched: list[_Worker] = []
 
@@ -304,19 +311,52 @@ class WorkerPool:
                                         f"{len(self.workers)})")
 
     def start(self) -> BackendInfo:
-        """Wait until each worker (launched here if need be) has created its backend; BackendStartError if one
-        cannot."""
+        """Wait until a worker (launched here if need be) has created its backend, and return what it reports; the
+        others join the run as each becomes ready (`run`): device creation is slow and, on a GPU, contended, so the
+        first harness works while the last is still starting. BackendStartError when none can start; a worker that
+        cannot while another could is said in a warning and the run goes on without it."""
         if not self.workers and self._launching is None:
             self.launch()
         self._launched_workers()
-        for worker in self.workers:
-            message = self._await_ready(worker)
-            if message:
+        give_up = time.monotonic() + START_TIMEOUT_S
+        self.starting = {worker.slot: (worker, give_up) for worker in self.workers}
+        failures: list[tuple[int, str]] = []
+        while self.info is None:
+            if self.stop.is_set() or not self.starting:
                 self.kill()
-                raise BackendStartError(message)
-        assert self.info is not None
+                raise BackendStartError("interrupted while the backend was starting" if self.stop.is_set() else
+                                        failures[0][1] if failures else "no worker process started")
+            failures += self._settle_starting(POLL_S, warn=False)[1]
+        for slot, message in failures:
+            _warn_start_failure(slot, message)
         self.target = self.setup.target or self.info.feature_level
         return self.info
+
+    def _settle_starting(self, timeout_s: float, warn: bool = True) -> tuple[list[_Worker], list[tuple[int, str]]]:
+        """The starting workers that became ready within `timeout_s`, and (slot, why) for those that gave up (each
+        said in a warning with `warn`); both leave `starting`."""
+        if not self.starting:
+            return [], []
+        starting = [worker for worker, _ in self.starting.values()]
+        wait([w.conn for w in starting] + [w.process.sentinel for w in starting], timeout=timeout_s)
+        ready: list[_Worker] = []
+        failed: list[tuple[int, str]] = []
+        for slot, (worker, give_up) in list(self.starting.items()):
+            if worker.conn.poll(0) or worker.process.exitcode is not None:
+                message = self._await_ready(worker)
+            elif time.monotonic() > give_up:
+                message = f"the backend did not start within {START_TIMEOUT_S:g} s"
+                worker.kill()
+            else:
+                continue
+            del self.starting[slot]
+            if not message:
+                ready.append(worker)
+                continue
+            failed.append((slot, message))
+            if warn:
+                _warn_start_failure(slot, message)
+        return ready, failed
 
     def _await_ready(self, worker: _Worker) -> str:
         """'' once the worker is ready, else why it is not."""
@@ -346,7 +386,7 @@ class WorkerPool:
         elif (payload.version, payload.device, payload.feature_level) != \
                 (self.info.version, self.info.device, self.info.feature_level):
             print(f"dmlconform: warning: worker {worker.slot} reports {payload.device} ({payload.version}) at "
-                  f"{payload.feature_level}, worker 0 {self.info.device} ({self.info.version}) at "
+                  f"{payload.feature_level}, the first worker {self.info.device} ({self.info.version}) at "
                   f"{self.info.feature_level}", file=sys.stderr)
         return ""
 
@@ -377,14 +417,15 @@ class WorkerPool:
         pending = deque(tasks)
         attempts: dict[int, list[CaseResult]] = {}
         self._share_policy(needs_retry, retries)
-        idle = list(self.workers)
+        idle = [worker for worker in self.workers if worker.slot not in self.starting]
         busy: dict[int, _Worker] = {}  # slot -> worker
         while (pending or busy) and not self.stop.is_set():
             self._dispatch(idle, pending, busy, retries)
-            if not busy:
+            if not busy and not self.starting:
                 break
             waitables = [w.conn for w in busy.values()] + [w.process.sentinel for w in busy.values()]
-            wait(waitables, timeout=POLL_S)
+            wait(waitables + [w.conn for w, _ in self.starting.values()], timeout=POLL_S)
+            idle += self._settle_starting(0)[0]
             for slot in list(busy):
                 finished = self._collect(busy[slot], pending)
                 if not finished:

@@ -332,3 +332,33 @@ def test_a_failing_case_is_retried_by_its_worker_and_both_attempts_come_back(cas
         assert depth >= max(2, pool.prefetch) if travels else depth == 1  # workers then hold several cases
         assert [r.status for r in done[1]] == [Status.FAIL, Status.PASS]
         assert all([r.status for r in done[i]] == [Status.PASS] for i in (0, 2, 3))
+
+
+def _one_worker_differs(tmp_path: Path, other: str) -> str:
+    """A harness command for two workers: the first to start runs the harness at once, the other `other` (shell)."""
+    lock = tmp_path / "first"
+    return f"sh -c 'if mkdir {lock} 2>/dev/null; then exec {HARNESS}; else {other}; fi'"
+
+
+@pytest.mark.slow
+def test_the_run_begins_with_the_first_ready_worker_and_the_others_join_as_they_come(cases, tmp_path: Path) -> None:
+    chosen = [c for c in cases if c.suite == "seed"][:6]
+    pool = make_pool(2, "native", _one_worker_differs(tmp_path, f"sleep 6; exec {HARNESS}"))
+    pool.start()
+    assert len(pool.starting) == 1  # the slow one is still starting: the run need not wait for it
+    done = run_all(pool, chosen)
+    assert sorted(done) == list(range(len(chosen))) and all(len(a) == 1 for a in done.values())
+    assert {a[0].status for a in done.values()} <= {Status.PASS, Status.INVALID_OK}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failing", ["exit 3", "sleep 1; exit 3"])  # while the first starts, or once it runs
+def test_a_worker_that_cannot_start_beside_one_that_can_is_a_warning_and_the_run_goes_on(
+        cases, tmp_path: Path, capfd: pytest.CaptureFixture[str], failing: str) -> None:
+    chosen = [c for c in cases if c.suite == "seed"][:6]
+    pool = make_pool(2, "native", _one_worker_differs(tmp_path, failing).replace(
+        f"exec {HARNESS}", f"exec {HARNESS} --delay 0.4"))
+    done = run_all(pool, chosen)
+    assert sorted(done) == list(range(len(chosen)))
+    warnings = [line for line in capfd.readouterr().err.splitlines() if "could not start its backend" in line]
+    assert len(warnings) == 1 and "the run goes on without it" in warnings[0]
