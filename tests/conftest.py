@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 from pathlib import Path
 
-import pytest
 
-from dmlconform.case import Case
-from dmlconform.suite import SuiteError
-from dmlconform.suite.loader import discover, load_paths, load_suite
-from dmlconform.suite.tiers import Tier
+def _compiled_files_outside_the_tree() -> None:
+    """With PYTHONDONTWRITEBYTECODE set (as on the shared development machine, to keep the tree free of __pycache__),
+    every process compiles what it imports afresh: pytest's assertion rewriting of every test module in each xdist
+    worker (about 5 s of CPU apiece) and dmlconform in each of the ~150 Python processes the tests start. The compiled
+    files go to a folder outside the tree instead (PYTHONPYCACHEPREFIX, which this process, its xdist workers and
+    every process they start inherit). Set before the imports below, so that they are cached too; a prefix the caller
+    chose is kept."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    prefix = str(Path(tempfile.gettempdir()) / f"dmlconform-tests-pycache-{os.getuid()}")
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
+
+
+_compiled_files_outside_the_tree()
+
+import pytest  # noqa: E402
+
+from dmlconform.case import Case  # noqa: E402
+from dmlconform.suite import SuiteError  # noqa: E402
+from dmlconform.suite.loader import discover, load_paths, load_suite  # noqa: E402
+from dmlconform.suite.tiers import Tier  # noqa: E402
 
 VECTORS = Path(__file__).resolve().parents[1] / "test_vectors"
 SCAN_TIERS = (Tier.SMOKE.value, Tier.STANDARD.value)
@@ -23,6 +45,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="a `dmlconform run --json` result of the smoke tier on the real DirectML (.ci/run's "
                           "`dmlconform run --backend directml --adapter lavapipe --tier smoke --json FILE`, from the "
                           "installed wheel): tests marked directml_report check it")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (pyproject.toml's addopts): a worker per core and one more. Many tests wait on what they start (Wine
+    making a prefix, a harness's delay or hang, a worker pool's deadline) with their core idle; on the 2-core
+    development machine a third worker took the test command from 149 s to 140 s (medians of four runs each).
+    PYTEST_XDIST_AUTO_NUM_WORKERS, where set, is pytest-xdist's to read."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1
 
 
 #: Each marker that a later step of .ci/run selects, and the fixture that gives its tests their input there.

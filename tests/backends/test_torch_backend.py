@@ -107,11 +107,13 @@ def test_info_names_torch_and_the_device():
 # -- the bundled suites ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.slow
-def test_every_bundled_case_comes_out_as_on_the_reference(bundled_cases, device):
+@pytest.mark.tier_scan
+def test_every_scanned_case_comes_out_as_on_the_reference(scanned_cases, device):
+    """Every case of the scanned tier: smoke in the test command, standard in .ci/run's scan step."""
     backend = create_backend("torch", BackendOptions(device=device))
     reference = create_backend("numpy", BackendOptions())
-    on_torch = {r.id: r.status for r in run_cases(bundled_cases, backend, HIGHEST).results}
-    on_numpy = {r.id: r.status for r in run_cases(bundled_cases, reference, HIGHEST).results}
+    on_torch = {r.id: r.status for r in run_cases(scanned_cases, backend, HIGHEST).results}
+    on_numpy = {r.id: r.status for r in run_cases(scanned_cases, reference, HIGHEST).results}
     assert on_torch == on_numpy
     assert set(on_torch.values()) <= {Status.PASS, Status.INVALID_OK}
 

@@ -88,26 +88,43 @@ def test_the_generators_give_the_same_bytes_whatever_simd_kernels_numpy_dispatch
     kernels by the CPU's SIMD width at start-up (np.unique over +0 and -0 kept either, by kernel), so a
     subprocess per setting regenerates the committed tiers with the wide kernels switched off and must find
     every committed byte again: a machine with AVX2 only, or with no AVX at all, gives this machine's suites. The
-    first setting, nothing switched off, is the plain check that the committed tiers are what the generators produce.
-    (Shown to fail with np.unique in place of unique_sorted on an AVX-512 machine.) A tier scan: the smoke tier in the
-    test command, both committed tiers in .ci/run's scan step."""
+    first setting, nothing switched off, is the plain check that the committed tiers are what the generators produce:
+    it runs in this process, whose NumPy dispatches the widest kernels (a subprocess where the environment switches
+    some off), while the subprocesses run; the pairwise choices test_check_names_every_file_that_differs made here
+    already are not made twice. (Shown to fail with np.unique in place of unique_sorted on an AVX-512 machine.) A tier
+    scan: the smoke tier in the test command, both committed tiers in .ci/run's scan step."""
     tiers = ["--tier", "smoke"] if request.config.getoption("--scan-tier") == "smoke" else []
     import os
     import subprocess
     import sys
 
+    def check(setting: str, code: int, out: str, err: str) -> None:
+        assert code == 0, f"{setting}:\n{out}{err}"
+        assert "smoke:" in err and ("standard:" in err) == (not tiers) and err.count("matches") == 2 - len(tiers) // 2, err
+
     settings = _dispatch_settings()
+    in_process = not os.environ.get("NPY_DISABLE_CPU_FEATURES")  # else this process's NumPy has kernels off too
+    if in_process:
+        settings.remove(())
     runs = []
-    for number, disabled in enumerate(settings):
+    for number, disabled in enumerate(settings, start=1):
         # A hash seed of its own too: nothing may depend on the iteration order of a set of strings.
         env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(disabled), "PYTHONHASHSEED": str(number)}
         runs.append(subprocess.Popen([sys.executable, "-m", "dmlconform", "generate", "--check", *tiers], env=env,
                                      cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True))
-    for disabled, process in zip(settings, runs, strict=True):
-        out, err = process.communicate(timeout=600)
-        assert process.returncode == 0, f"NPY_DISABLE_CPU_FEATURES={' '.join(disabled)!r}:\n{out}{err}"
-        assert "smoke:" in err and ("standard:" in err) == (not tiers) and err.count("matches") == 2 - len(tiers) // 2, err
+    try:
+        if in_process:
+            here = invoke("generate", "--check", *tiers)
+            check("nothing disabled, in this process", here.exit_code, here.stdout, here.stderr)
+        for disabled, process in zip(settings, runs, strict=True):
+            out, err = process.communicate(timeout=600)
+            check(f"NPY_DISABLE_CPU_FEATURES={' '.join(disabled)!r}", process.returncode, out, err)
+    finally:
+        for process in runs:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
 
 
 def test_unique_values_keep_plus_zero_for_both_zeros_in_any_order():

@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 
 from dmlconform import harness_protocol as protocol
-from dmlconform.backends.native import NativeBackend
 from tests.harness.wine_tools import built_programs, directml_dll, missing_wine_tools, program_command
 
 #: Wine start-up plus D3D12/DirectML device creation is a few seconds; a cold prefix takes longer.
@@ -54,6 +53,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory, wine_ready: None) -> str:
 # -- a raw protocol client, for what the runner itself never sends --------------------------------
 class Raw:
     def __init__(self, command: str) -> None:
+        self.greeting: protocol.Frame | None = None  # the reply to hello()
         self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE)
 
@@ -68,7 +68,7 @@ class Raw:
 
     def hello(self) -> dict:
         self.send(protocol.encode_hello_request("test_dml_harness"))
-        reply = self.frame()
+        reply = self.greeting = self.frame()
         assert reply.type == "hello", reply.header
         return reply.header
 
@@ -85,13 +85,40 @@ class Raw:
         return code, self.process.stderr.read().decode(errors="replace")
 
 
+def _stop(client: Raw) -> None:
+    if client.process.poll() is None:
+        client.process.kill()
+        client.process.wait(timeout=30)
+
+
 @pytest.fixture
 def raw(harness: str) -> Iterator[Raw]:
     client = Raw(harness)
     yield client
-    if client.process.poll() is None:
-        client.process.kill()
-        client.process.wait(timeout=30)
+    _stop(client)
+
+
+@pytest.fixture(scope="module")
+def _live_harness() -> Iterator[dict[str, Raw]]:
+    holder: dict[str, Raw] = {}
+    yield holder
+    if "client" in holder:
+        _stop(holder["client"])
+
+
+@pytest.fixture
+def live(harness: str, _live_harness: dict[str, Raw], request: pytest.FixtureRequest) -> Iterator[Raw]:
+    """One harness, past its hello, shared by the tests of requests it must answer and then go on: Wine and the
+    device start once for all of them, and each test's requests come after the previous test's, as in a run. A test
+    that fails leaves the next one a fresh harness (its stream may be mid-frame)."""
+    client = _live_harness.get("client")
+    if client is None or client.process.poll() is not None:
+        client = _live_harness["client"] = Raw(harness)
+        client.hello()
+    failed = request.session.testsfailed
+    yield client
+    if request.session.testsfailed != failed:
+        _stop(client)
 
 
 def relu_request(case_id: str, x_shape: list[int], dy_shape: list[int], out_shape: list[int]) -> tuple[dict, bytes]:
@@ -104,12 +131,10 @@ def relu_request(case_id: str, x_shape: list[int], dy_shape: list[int], out_shap
 
 
 # -- handshake ---------------------------------------------------------------------------------------
-def test_handshake_reports_directml_and_its_queried_feature_level(harness: str) -> None:
-    backend = NativeBackend(harness, timeout_s=START_S)
-    try:
-        hello = backend.hello
-    finally:
-        backend.close()
+def test_handshake_reports_directml_and_its_queried_feature_level(live: Raw) -> None:
+    """The hello of the harness the tests below share, read as the native backend reads it."""
+    assert live.greeting is not None
+    hello = protocol.decode_hello(live.greeting)
     assert hello.name == "dml_harness"
     assert hello.api.startswith("DirectML 1."), hello.api  # the file version of the DirectML.dll loaded
     assert hello.feature_level.value >= 0x5100, hello.feature_level  # 1.15.x reports 6_4
@@ -150,42 +175,39 @@ def test_a_bad_command_line_is_exit_2_naming_the_option(harness: str) -> None:
 
 
 # -- DirectML's own refusal, and the harness's --------------------------------------------------------
-def test_directml_refuses_an_invalid_description_with_its_hresult(raw: Raw) -> None:
-    raw.hello()
+def test_directml_refuses_an_invalid_description_with_its_hresult(live: Raw) -> None:
     header, payload = relu_request("t/sizes-differ", [1, 4], [1, 4], [1, 5])  # output Sizes differ
-    reply = raw.run(header, payload)
+    reply = live.run(header, payload)
     assert reply["status"] == "refused", reply
     assert reply["message"].startswith("IDMLDevice::CreateOperator: E_INVALIDARG (0x80070057)"), reply
-    # The device survives a refusal: the next, valid case runs.
+    # The device survives a refusal: the next, valid case runs (and the harness exits 0 at the end:
+    # test_the_harness_that_answered_all_that_exits_0_when_its_stdin_closes).
     header, payload = relu_request("t/valid", [1, 4], [1, 4], [1, 4])
-    assert raw.run(header, payload)["status"] == "ok"
-    assert raw.finish()[0] == 0
+    assert live.run(header, payload)["status"] == "ok"
 
 
-def test_array_shorter_than_dimension_count_is_refused_before_directml(raw: Raw) -> None:
-    raw.hello()
+def test_array_shorter_than_dimension_count_is_refused_before_directml(live: Raw) -> None:
     dy = np.ones((2, 2), np.float32)
     entries, payload = protocol.pack_tensors([("InputGradientTensor", dy)])
-    reply = raw.run({"id": "t/short-array", "op": "SLICE_GRAD",
-                     "params": {"DimensionCount": 2, "InputWindowOffsets": [0], "InputWindowSizes": [2, 2],
-                                "InputWindowStrides": [1, 1]},
-                     "inputs": entries, "outputs": [{"name": "OutputGradientTensor", "DataType": 1, "Sizes": [2, 2]}]},
-                    payload)
+    reply = live.run({"id": "t/short-array", "op": "SLICE_GRAD",
+                      "params": {"DimensionCount": 2, "InputWindowOffsets": [0], "InputWindowSizes": [2, 2],
+                                 "InputWindowStrides": [1, 1]},
+                      "inputs": entries, "outputs": [{"name": "OutputGradientTensor", "DataType": 1, "Sizes": [2, 2]}]},
+                     payload)
     assert reply["status"] == "refused"
     assert "harness validation" in reply["message"] and "InputWindowOffsets" in reply["message"]
 
 
-def test_a_valid_run_returns_directmls_output(raw: Raw) -> None:
+def test_a_valid_run_returns_directmls_output(live: Raw) -> None:
     """SliceGrad moves bytes only, so the result is exact whatever the Vulkan driver's arithmetic."""
-    raw.hello()
     dy = np.array([[1, 3], [9, 11]], np.int64)
     entries, payload = protocol.pack_tensors([("InputGradientTensor", dy)])
     reply_header = {"id": "t/slice", "op": "SLICE_GRAD",
                     "params": {"DimensionCount": 2, "InputWindowOffsets": [0, 0], "InputWindowSizes": [4, 4],
                                "InputWindowStrides": [2, -2]},
                     "inputs": entries, "outputs": [{"name": "OutputGradientTensor", "DataType": 11, "Sizes": [4, 4]}]}
-    raw.send(protocol.encode_frame({"type": "run", **reply_header}, payload))
-    reply = raw.frame()
+    live.send(protocol.encode_frame({"type": "run", **reply_header}, payload))
+    reply = live.frame()
     assert reply.header["status"] == "ok", reply.header
     (entry,) = reply.header["outputs"]
     assert entry["name"] == "OutputGradientTensor" and entry["Sizes"] == [4, 4] and entry["nbytes"] == 128
@@ -199,33 +221,38 @@ def test_a_valid_run_returns_directmls_output(raw: Raw) -> None:
 
 
 # -- malformed requests -------------------------------------------------------------------------------
-def test_malformed_requests_get_error_replies_and_the_harness_goes_on(raw: Raw) -> None:
-    raw.hello()
+def test_malformed_requests_get_error_replies_and_the_harness_goes_on(live: Raw) -> None:
     # A well-delimited frame whose header is not JSON: answered (no id to echo), stream kept.
-    raw.send(protocol.PREFIX.pack(protocol.MAGIC, 5, 0) + b"{oops")
-    bad = raw.frame()
+    live.send(protocol.PREFIX.pack(protocol.MAGIC, 5, 0) + b"{oops")
+    bad = live.frame()
     assert bad.header["status"] == "error" and "not valid JSON" in bad.header["message"]
     header, payload = relu_request("t/nbytes", [4], [4], [4])
     header["inputs"][0]["nbytes"] = 12
-    reply = raw.run(header, payload)
+    reply = live.run(header, payload)
     assert reply["status"] == "error" and "nbytes 12 disagrees" in reply["message"]
     header, payload = relu_request("t/outside", [4], [4], [4])
     header["inputs"][1]["offset"] = len(payload)
-    assert "outside the payload" in raw.run(header, payload)["message"]
+    assert "outside the payload" in live.run(header, payload)["message"]
     header, payload = relu_request("t/no-input", [4], [4], [4])
     header["inputs"] = header["inputs"][:1]
-    reply = raw.run(header, payload)
+    reply = live.run(header, payload)
     assert reply["status"] == "error" and "InputGradientTensor" in reply["message"]
-    reply = raw.run({"id": "t/unknown-op", "op": "ELEMENT_WISE_CLIP_GRAD", "inputs": [], "outputs": []})
+    reply = live.run({"id": "t/unknown-op", "op": "ELEMENT_WISE_CLIP_GRAD", "inputs": [], "outputs": []})
     assert reply["status"] == "unsupported" and "ELEMENT_WISE_CLIP_GRAD" in reply["message"]
     header, payload = relu_request("t/clip-no-min", [2], [2], [2])
     header.update(op="ELEMENT_WISE_CLIP_GRAD1", params={"MinMaxDataType": 1})
-    reply = raw.run(header, payload)
+    reply = live.run(header, payload)
     assert reply["status"] == "error" and "params.Min" in reply["message"]
     header, payload = relu_request("t/still-alive", [4], [4], [4])
-    assert raw.run(header, payload)["status"] == "ok"
-    code, _ = raw.finish()
-    assert code == 0
+    assert live.run(header, payload)["status"] == "ok"
+
+
+def test_the_harness_that_answered_all_that_exits_0_when_its_stdin_closes(live: Raw) -> None:
+    """The harness of the tests above (refusals, validation errors, malformed frames) ends cleanly: exit code 0."""
+    header, payload = relu_request("t/last", [4], [4], [4])
+    assert live.run(header, payload)["status"] == "ok"
+    code, stderr = live.finish()
+    assert code == 0, stderr
 
 
 def test_run_before_hello_and_broken_stream(raw: Raw) -> None:
@@ -310,60 +337,76 @@ def replies(command: str, requests: list[tuple[dict, bytes]]) -> list[tuple[dict
             client.process.kill()
 
 
-def test_timings_write_a_line_per_request_and_change_no_reply(harness: str, tmp_path: Path) -> None:
-    requests = [relu_request("t/relu", [2, 3], [2, 3], [2, 3]), maxpool_request("t/pool"),
-                relu_request("t/refused", [1, 4], [1, 4], [1, 5]), relu_request("t/relu-again", [2, 3], [2, 3], [2, 3])]
-    plain = replies(harness, requests)
-    timed = replies(f"{harness} --timings {tmp_path}/t-%p.jsonl", requests)
-    assert [h["status"] for h, _ in plain] == ["ok", "ok", "refused", "ok"]
+#: What the tests below send, each to a harness of its own with one option changed: a large case then a small one
+#: (the small one must see none of the large one's bytes), MaxPoolingGrad (the most descriptors, and a temporary
+#: resource) after ReluGrad, a refusal, an odd size, and the first case and the pooling again (on the reused buffers
+#: and heap).
+SEQUENCE = [relu_request("t/large", [64, 64], [64, 64], [64, 64]), relu_request("t/small", [3], [3], [3]),
+            maxpool_request("t/pool"), relu_request("t/refused", [1, 4], [1, 4], [1, 5]),
+            relu_request("t/odd", [5, 7], [5, 7], [5, 7]), relu_request("t/large", [64, 64], [64, 64], [64, 64]),
+            maxpool_request("t/pool2")]
+SEQUENCE_STATUSES = ["ok", "ok", "ok", "refused", "ok", "ok", "ok"]
+
+
+@pytest.fixture(scope="module")
+def plain(harness: str) -> list[tuple[dict, bytes]]:
+    """The replies of the harness with no option to SEQUENCE, which each option below must give again: one run for
+    all the tests that compare with it."""
+    return replies(harness, SEQUENCE)
+
+
+def test_timings_write_a_line_per_request_and_change_no_reply(harness: str, plain: list[tuple[dict, bytes]],
+                                                              tmp_path: Path) -> None:
+    timed = replies(f"{harness} --timings {tmp_path}/t-%p.jsonl", SEQUENCE)
+    assert [h["status"] for h, _ in plain] == SEQUENCE_STATUSES
     assert timed == plain  # headers and output bytes
     (path,) = tmp_path.glob("t-*.jsonl")
     start, *lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert start["event"] == "start" and path.name == f"t-{start['pid']}.jsonl" and start["device_us"] > 0
+    relu, pool = "ACTIVATION_RELU_GRAD", "MAX_POOLING_GRAD"
     assert [(r["id"], r["op"], r["status"]) for r in lines] == [
-        ("t/relu", "ACTIVATION_RELU_GRAD", "ok"), ("t/pool", "MAX_POOLING_GRAD", "ok"),
-        ("t/refused", "ACTIVATION_RELU_GRAD", "refused"), ("t/relu-again", "ACTIVATION_RELU_GRAD", "ok")]
+        ("t/large", relu, "ok"), ("t/small", relu, "ok"), ("t/pool", pool, "ok"), ("t/refused", relu, "refused"),
+        ("t/odd", relu, "ok"), ("t/large", relu, "ok"), ("t/pool2", pool, "ok")]
     phases = ("wait", "decode", "create", "compile", "initializer", "heap", "resources", "upload", "initialize",
               "bind", "dispatch", "readback", "reply")
     for r in lines:
         assert all(r[p] >= 0 for p in phases), r
-    assert lines[3]["heap"] < lines[0]["heap"] / 10  # made at the first case only
-    assert lines[2]["dispatch"] == 0 and "gpu_dispatch" not in lines[2]  # refused before any dispatch
-    assert lines[0]["gpu_dispatch"] is not None and lines[0]["t_us"] < lines[3]["t_us"]
+    assert lines[5]["heap"] < lines[0]["heap"] / 10  # made at the first case only
+    assert lines[3]["dispatch"] == 0 and "gpu_dispatch" not in lines[3]  # refused before any dispatch
+    assert lines[0]["gpu_dispatch"] is not None and lines[0]["t_us"] < lines[5]["t_us"]
 
 
-def test_a_heap_per_case_gives_the_same_replies_as_the_shared_heap(harness: str) -> None:
-    """The shared heap rewrites the previous case's descriptors; --heap-per-case is the old way."""
-    requests = [maxpool_request("t/pool"), relu_request("t/relu", [3, 4], [3, 4], [3, 4]), maxpool_request("t/pool2")]
-    shared = replies(harness, requests)
-    assert [h["status"] for h, _ in shared] == ["ok", "ok", "ok"]
-    assert shared == replies(f"{harness} --heap-per-case", requests)
-    assert shared[0][1] == shared[2][1]  # the same case again, on the reused heap
+def test_a_heap_per_case_gives_the_same_replies_as_the_shared_heap(harness: str,
+                                                                   plain: list[tuple[dict, bytes]]) -> None:
+    """The shared heap rewrites the previous case's descriptors; --heap-per-case is the old way. A heap per case costs
+    DirectML's descriptor set-up again at every case (0.6 s each on lavapipe), so the old way takes the first three
+    cases only (a reply depends on the cases before it, never on those after)."""
+    assert [h["status"] for h, _ in plain] == SEQUENCE_STATUSES
+    assert plain[:3] == replies(f"{harness} --heap-per-case", SEQUENCE[:3])
+    assert plain[2][1] == plain[6][1]  # the same pooling again, on the reused heap
 
 
-def test_reused_buffers_give_the_same_replies_as_buffers_of_each_case_own(harness: str) -> None:
+def test_reused_buffers_give_the_same_replies_as_buffers_of_each_case_own(harness: str,
+                                                                          plain: list[tuple[dict, bytes]]) -> None:
     """Buffers are kept and grown from case to case, and the initializer goes in the operator's submission: a small
     case after a large one sees none of the large one's bytes (with the poison, and with none), and the replies are
     those of --buffers-per-case, the old way (fresh buffers, the initializer submitted on its own). Sent all at once
     (the hello's `pipeline`: requests ahead of the replies to earlier ones), they are answered the same, in order."""
-    large = relu_request("t/large", [64, 64], [64, 64], [64, 64])
-    requests = [large, relu_request("t/small", [3], [3], [3]), maxpool_request("t/pool"),
-                relu_request("t/refused", [1, 4], [1, 4], [1, 5]), relu_request("t/odd", [5, 7], [5, 7], [5, 7]), large]
-    reused = {poison: replies(harness + poison, requests) for poison in ("", " --poison none")}
+    reused = {"": plain, " --poison none": replies(f"{harness} --poison none", SEQUENCE)}
     for poison, answers in reused.items():
-        assert [h["status"] for h, _ in answers] == ["ok", "ok", "ok", "refused", "ok", "ok"]
-        assert answers == replies(f"{harness}{poison} --buffers-per-case", requests)
+        assert [h["status"] for h, _ in answers] == SEQUENCE_STATUSES
+        assert answers == replies(f"{harness}{poison} --buffers-per-case", SEQUENCE)
         assert answers[0] == answers[5]  # the same case again
     client = Raw(harness)
     try:
         assert client.hello()["pipeline"] == 16
-        client.send(b"".join(protocol.encode_frame({"type": "run", **h}, p) for h, p in requests))
-        ahead = [(frame.header, frame.payload) for frame in (client.frame() for _ in requests)]
+        client.send(b"".join(protocol.encode_frame({"type": "run", **h}, p) for h, p in SEQUENCE))
+        ahead = [(frame.header, frame.payload) for frame in (client.frame() for _ in SEQUENCE)]
         assert client.finish()[0] == 0
     finally:
         if client.process.poll() is None:
             client.process.kill()
-    assert ahead == reused[""]
+    assert ahead == plain
 
 
 @pytest.fixture

@@ -142,9 +142,12 @@ def test_a_wrong_answer_from_the_device_would_fail(dml: HostRunner) -> None:
 
 
 def test_a_session_past_the_timeout_kills_the_host_and_the_next_case_gets_a_fresh_one(dml: HostRunner) -> None:
-    dml.client.timeout_s = 0.001  # a new DirectML session takes tens of milliseconds at least
+    # A new session of 4 Mi elements (16 MiB in, 16 MiB out, on a new session) takes tens of milliseconds at the
+    # least; a tiny one, with a session of a few milliseconds since the host's sessions have one thread, could be
+    # answered before this thread waits for it.
+    dml.client.timeout_s = 0.001
     try:
-        outcome = run_graph(dml, relu_case("slow", size=7), None)
+        outcome = run_graph(dml, relu_case("slow", size=1 << 22), None)
     finally:
         dml.client.timeout_s = TIMEOUT_S
     assert outcome.kind is OutcomeKind.TIMEOUT and "host killed and restarted" in outcome.message

@@ -191,13 +191,14 @@ def test_decide(statuses: dict[str, Status], pairs: list[tuple[str, str, bool]],
 
 
 @pytest.mark.slow
-def test_the_bundled_suites_all_agree_on_numpy_onnxruntime_and_torch(bundled_cases: list[Any]):
+@pytest.mark.tier_scan
+def test_the_scanned_tier_all_agrees_on_numpy_onnxruntime_and_torch(scanned_cases: list[Any]):
     pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")
     names = ["numpy", "onnxruntime", "torch"]
     backends = [create_backend(name, BackendOptions(ep="cpu")) for name in names]
-    run = crosscheck_cases(bundled_cases, backends, names)
-    assert run.counts()[Verdict.ALL_AGREE.value] == len(bundled_cases), [
+    run = crosscheck_cases(scanned_cases, backends, names)
+    assert run.counts()[Verdict.ALL_AGREE.value] == len(scanned_cases), [
         (c.id, c.verdict.value, c.note) for c in run.cases if c.verdict is not Verdict.ALL_AGREE]
     split = {c.id for c in run.cases if "different candidates" in c.note}
     assert "relu_grad.edge/nan-x" in split  # torch passes the gradient where X is NaN, the reference does not

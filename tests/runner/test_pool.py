@@ -59,11 +59,12 @@ def run_all(pool: WorkerPool, cases, on_done=None) -> dict[int, list[CaseResult]
 
 
 @pytest.mark.slow
-def test_two_workers_give_the_serial_results_case_for_case(cases) -> None:
-    serial = run_cases(cases, NumpyBackend())
-    done = run_all(make_pool(2), cases)
-    assert sorted(done) == list(range(len(cases)))
-    assert [comparable(done[i][0]) for i in range(len(cases))] == [comparable(r) for r in serial.results]
+@pytest.mark.tier_scan
+def test_two_workers_give_the_serial_results_case_for_case(scanned_cases) -> None:
+    serial = run_cases(scanned_cases, NumpyBackend())
+    done = run_all(make_pool(2), scanned_cases)
+    assert sorted(done) == list(range(len(scanned_cases)))
+    assert [comparable(done[i][0]) for i in range(len(scanned_cases))] == [comparable(r) for r in serial.results]
 
 
 @pytest.mark.slow
@@ -344,20 +345,25 @@ def _one_worker_differs(tmp_path: Path, other: str) -> str:
 def test_the_run_begins_with_the_first_ready_worker_and_the_others_join_as_they_come(cases, tmp_path: Path) -> None:
     chosen = [c for c in cases if c.suite == "seed"][:6]
     pool = make_pool(2, "native", _one_worker_differs(tmp_path, f"sleep 6; exec {HARNESS}"))
-    pool.start()
-    assert len(pool.starting) == 1  # the slow one is still starting: the run need not wait for it
-    done = run_all(pool, chosen)
+    try:
+        pool.start()
+        assert len(pool.starting) == 1  # the slow one is still starting: the run need not wait for it
+        done: dict[int, list[CaseResult]] = {}
+        pool.run(list(enumerate(chosen)), done.__setitem__, lambda result: False, 0)
+        assert len(pool.starting) == 1  # all done by the first
+    finally:
+        pool.kill()  # not close: it would wait for the slow one to come up
     assert sorted(done) == list(range(len(chosen))) and all(len(a) == 1 for a in done.values())
     assert {a[0].status for a in done.values()} <= {Status.PASS, Status.INVALID_OK}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("failing", ["exit 3", "sleep 1; exit 3"])  # while the first starts, or once it runs
+@pytest.mark.parametrize("failing", ["exit 3", "sleep 0.5; exit 3"])  # while the first starts, or once it runs
 def test_a_worker_that_cannot_start_beside_one_that_can_is_a_warning_and_the_run_goes_on(
         cases, tmp_path: Path, capfd: pytest.CaptureFixture[str], failing: str) -> None:
     chosen = [c for c in cases if c.suite == "seed"][:6]
     pool = make_pool(2, "native", _one_worker_differs(tmp_path, failing).replace(
-        f"exec {HARNESS}", f"exec {HARNESS} --delay 0.4"))
+        f"exec {HARNESS}", f"exec {HARNESS} --delay 0.3"))
     done = run_all(pool, chosen)
     assert sorted(done) == list(range(len(chosen)))
     warnings = [line for line in capfd.readouterr().err.splitlines() if "could not start its backend" in line]
