@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import lzma
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -28,13 +27,11 @@ from dmlconform.history import HistoryError
 from dmlconform.history.database import Database, chunks, placeholders
 from dmlconform.history.schema import STATUS_CODES
 from dmlconform.results import ResultsError
+from dmlconform.results import document as results_document
 from dmlconform.results.document import from_document
 from dmlconform.run_result import RunResult
 from dmlconform.verdicts import effective_status, fingerprint
 
-#: The largest result document read (after decompression); a full-tier run is about 15 MB.
-MAX_DOCUMENT_BYTES = 512 << 20
-XZ_MAGIC = b"\xfd7zXZ\x00"
 META_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 MAX_META_ENTRIES = 64
 MAX_META_VALUE = 1024
@@ -133,23 +130,11 @@ def parse_meta(items: Iterable[str]) -> dict[str, str]:
 
 
 def read_document_bytes(path: Path) -> bytes:
-    """A result file's JSON bytes, decompressed when it is xz, bounded before anything is allocated."""
+    """A result file's JSON bytes (results/document.py: xz or not, bounded), HistoryError for anything unreadable."""
     try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_DOCUMENT_BYTES + 1)
-    except OSError as exc:
-        raise HistoryError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if raw.startswith(XZ_MAGIC):
-        decompressor = lzma.LZMADecompressor()
-        try:
-            raw = decompressor.decompress(raw, max_length=MAX_DOCUMENT_BYTES + 1)
-        except lzma.LZMAError as exc:
-            raise HistoryError(f"{path}: is not a readable xz file ({exc})") from None
-        if len(raw) <= MAX_DOCUMENT_BYTES and not decompressor.eof:
-            raise HistoryError(f"{path}: the xz stream ends early (a truncated file)")
-    if len(raw) > MAX_DOCUMENT_BYTES:
-        raise HistoryError(f"{path}: larger than {MAX_DOCUMENT_BYTES >> 20} MiB of JSON: not a result document")
-    return raw
+        return results_document.read_document_bytes(path)
+    except ResultsError as exc:
+        raise HistoryError(str(exc)) from None
 
 
 def read_record(path: Path, meta: Mapping[str, str] | None = None) -> RunRecord:

@@ -219,14 +219,39 @@ def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
 
 
+#: More JSON than this is not a result document (the full tier's is under 20 MiB): refused before it is read whole.
+MAX_DOCUMENT_BYTES = 512 << 20
+XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
+def read_document_bytes(path: Path) -> bytes:
+    """A result file's JSON bytes, decompressed when it is xz (the kept whole tiers are `.json.xz`), bounded before
+    anything is allocated; ResultsError (one line) for anything unreadable."""
+    import lzma
+
+    try:
+        with path.open("rb") as file:
+            raw = file.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        raise ResultsError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if raw.startswith(XZ_MAGIC) and len(raw) <= MAX_DOCUMENT_BYTES:
+        decompressor = lzma.LZMADecompressor()
+        try:
+            raw = decompressor.decompress(raw, max_length=MAX_DOCUMENT_BYTES + 1)
+        except lzma.LZMAError as exc:
+            raise ResultsError(path, f"is not a readable xz file ({exc})") from None
+        if len(raw) <= MAX_DOCUMENT_BYTES and not decompressor.eof:
+            raise ResultsError(path, "the xz stream ends early (a truncated file)")
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise ResultsError(path, f"larger than {MAX_DOCUMENT_BYTES >> 20} MiB of JSON: not a result document")
+    return raw
+
+
 def read_document(path: Path) -> RunResult:
-    """A result file back as a RunResult; ResultsError (one line) for anything unreadable."""
+    """A result file (`.json`, or `.json.xz`) back as a RunResult; ResultsError (one line) for anything unreadable."""
+    raw = read_document_bytes(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsError(path, f"cannot be read ({exc})") from None
-    try:
-        data = json.loads(text)
+        data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ResultsError(path, f"is not JSON ({exc.msg} at line {exc.lineno})") from None
     except (ValueError, RecursionError) as exc:  # a number past Python's digit limit; arrays nested too deep

@@ -179,3 +179,26 @@ def test_merged_shard_lists_are_checked(tmp_path: Path, field: str, value: objec
     path.write_text(json.dumps(document))
     with pytest.raises(ResultsError, match=re.escape(words)):
         read_document(path)
+
+
+def test_an_xz_copy_reads_as_the_file_and_a_broken_or_oversized_one_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lzma
+
+    from dmlconform.results import document
+
+    plain = tmp_path / "r.json"
+    write_json(run([result("s/a", Status.PASS), result("s/b", Status.FAIL, index=1)]), plain)
+    packed = tmp_path / "r.json.xz"
+    packed.write_bytes(lzma.compress(plain.read_bytes()))
+    assert to_document(read_document(packed)) == to_document(read_document(plain))
+    for name, data, says in (("torn.json.xz", packed.read_bytes()[:40], "xz stream ends early"),
+                             ("bad.json.xz", b"\xfd7zXZ\x00garbage", "not a readable xz file")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ResultsError, match=says) as info:
+            read_document(tmp_path / name)
+        assert "\n" not in str(info.value) and str(info.value).startswith(str(tmp_path / name))
+    monkeypatch.setattr(document, "MAX_DOCUMENT_BYTES", 100)  # bounded before it is read (or inflated) whole
+    for path in (plain, packed):
+        with pytest.raises(ResultsError, match="larger than 0 MiB of JSON"):
+            read_document(path)
