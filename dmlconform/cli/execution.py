@@ -138,9 +138,7 @@ def execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResu
     Unusable input is a one-line error (exit 2); so is a backend that cannot start, unless the request asks for
     BackendUnavailable instead."""
     from dmlconform.backends import prepare
-    from dmlconform.processes import start_fork_server
 
-    start_fork_server()  # at once, if the command did not: its imports take as long as preparing the backend
     try:
         request = replace(request, options=prepare(request.backend_name, request.options))
     except RuntimeError as exc:

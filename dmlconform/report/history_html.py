@@ -11,36 +11,26 @@ from html import escape
 from dmlconform import __version__
 from dmlconform.history.queries import Drift, FirstFailure, FlakyResult, HistoryReport, StackSeries
 from dmlconform.report.history import NEVER_PASSED, closeness_text, rate_text, run_words, user_meta
+from dmlconform.report.html import PAGE_CSS
 
 #: One colour per operator line (the run's own pass rate is drawn black).
 PALETTE = ("#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e", "#57606a")
 ROWS_SHOWN = 200
 
-_CSS = """
-:root { --ok: #1a7f37; --bad: #cf222e; --warn: #9a6700; --dim: #6e7781; --line: #d0d7de; --bg: #f6f8fa; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; color: #1f2328;
-       margin: 0; padding: 0 2rem 3rem; max-width: 1280px; }
-header { padding: 1.2rem 0 0.6rem; border-bottom: 1px solid var(--line); }
+_CSS = PAGE_CSS + """
 h1 { font-size: 1.5rem; margin: 0 0 0.4rem; }
-h2 { font-size: 1.15rem; margin: 1.8rem 0 0.6rem; padding-bottom: 0.25rem; border-bottom: 1px solid var(--line); }
 h3 { font-size: 1rem; margin: 1.2rem 0 0.4rem; }
 .meta { display: grid; grid-template-columns: max-content 1fr; gap: 0.15rem 1rem; margin: 0.5rem 0; }
-.meta dt { color: var(--dim); } .meta dd { margin: 0; }
 nav { margin: 0.7rem 0; display: flex; gap: 1rem; flex-wrap: wrap; } nav a { color: #0969da; text-decoration: none; }
-table { border-collapse: collapse; margin: 0.3rem 0 0.8rem; }
 th, td { border: 1px solid var(--line); padding: 0.25rem 0.55rem; text-align: left; vertical-align: middle; }
-th { background: var(--bg); font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.mono, .mono { font-family: "DejaVu Sans Mono", Consolas, Menlo, monospace; font-size: 12.5px; }
-.dim { color: var(--dim); } .bad-text { color: var(--bad); font-weight: 600; } .ok-text { color: var(--ok); }
 .legend { display: flex; flex-wrap: wrap; gap: 0.8rem; font-size: 0.85rem; margin: 0.2rem 0 0.6rem; }
 .legend i { display: inline-block; width: 1.4rem; height: 3px; vertical-align: middle; margin-right: 0.3rem; }
 .strip { display: inline-flex; gap: 1px; } .strip b { display: inline-block; width: 7px; height: 14px; }
 .strip .P { background: var(--ok); } .strip .F { background: var(--bad); } .strip .n { background: #d8dee4; }
 .strip .p { background: var(--ok); outline: 2px solid var(--warn); } .strip .cut { width: 5px; }
 .strip .f { background: var(--bad); outline: 2px solid var(--warn); }
-footer { margin-top: 2.5rem; color: var(--dim); font-size: 0.8rem; }
 """
 
 

@@ -22,14 +22,24 @@ FAILURES_DRAWN = 200
 NEAREST_SHOWN = 15
 DRIFT_SHOWN = 100
 
-_CSS = """
+#: The page frame both HTML reports share (the run report here, the history's in history_html.py): colours, type,
+#: header, headings, tables, footer; each adds its own rules.
+PAGE_CSS = """
 :root { --ok: #1a7f37; --bad: #cf222e; --warn: #9a6700; --dim: #6e7781; --line: #d0d7de; --bg: #f6f8fa; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; color: #1f2328;
        margin: 0; padding: 0 2rem 3rem; max-width: 1280px; }
 header { padding: 1.2rem 0 0.6rem; border-bottom: 1px solid var(--line); }
-h1 { font-size: 1.5rem; margin: 0 0 0.4rem; display: flex; gap: 0.8rem; align-items: center; }
 h2 { font-size: 1.15rem; margin: 1.8rem 0 0.6rem; padding-bottom: 0.25rem; border-bottom: 1px solid var(--line); }
+.meta dt { color: var(--dim); } .meta dd { margin: 0; }
+table { border-collapse: collapse; margin: 0.3rem 0 0.8rem; }
+th { background: var(--bg); font-weight: 600; }
+.dim { color: var(--dim); } .bad-text { color: var(--bad); font-weight: 600; } .ok-text { color: var(--ok); }
+footer { margin-top: 2.5rem; color: var(--dim); font-size: 0.8rem; }
+"""
+
+_CSS = PAGE_CSS + """
+h1 { font-size: 1.5rem; margin: 0 0 0.4rem; display: flex; gap: 0.8rem; align-items: center; }
 h3 { font-size: 1rem; margin: 1rem 0 0.4rem; }
 code, .mono, td.mono { font-family: "DejaVu Sans Mono", Consolas, Menlo, monospace; font-size: 12.5px; }
 td.mono { white-space: nowrap; }
@@ -37,7 +47,6 @@ td.mono { white-space: nowrap; }
          color: #fff; background: var(--dim); white-space: nowrap; }
 .badge.ok { background: var(--ok); } .badge.bad { background: var(--bad); } .badge.warn { background: var(--warn); }
 .meta { display: grid; grid-template-columns: max-content 1fr max-content 1fr; gap: 0.15rem 1rem; margin: 0.5rem 0; }
-.meta dt { color: var(--dim); } .meta dd { margin: 0; }
 nav { margin: 0.7rem 0; display: flex; gap: 1rem; flex-wrap: wrap; }
 nav a { color: #0969da; text-decoration: none; }
 .levels { display: flex; flex-wrap: wrap; gap: 0.5rem; }
@@ -46,9 +55,7 @@ nav a { color: #0969da; text-decoration: none; }
 .level.bad { border-left-color: var(--bad); } .level.known { border-left-color: var(--warn); }
 .level.unclaimed { opacity: 0.6; }
 .level b { font-size: 1.05rem; } .level small { color: var(--dim); display: block; }
-table { border-collapse: collapse; margin: 0.3rem 0 0.8rem; }
 th, td { border: 1px solid var(--line); padding: 0.25rem 0.55rem; text-align: left; vertical-align: top; }
-th { background: var(--bg); font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.good { color: var(--ok); } td.bad { color: var(--bad); font-weight: 600; } td.none { color: var(--dim); }
 .counts { display: flex; flex-wrap: wrap; gap: 0.4rem; margin: 0.4rem 0; }
@@ -58,10 +65,8 @@ details.case[open] > summary { border-bottom: 1px solid var(--line); border-radi
 details.case .body { padding: 0.5rem 0.8rem; display: grid; grid-template-columns: minmax(0, 1fr) 440px; gap: 1rem; }
 .message { white-space: pre-wrap; font-family: "DejaVu Sans Mono", Consolas, monospace; font-size: 12.5px;
            background: var(--bg); padding: 0.35rem 0.5rem; border-radius: 4px; margin: 0 0 0.5rem; }
-.dim { color: var(--dim); } .bad-text { color: var(--bad); font-weight: 600; } .ok-text { color: var(--ok); }
 .warn-text { color: var(--warn); font-weight: 600; }
 figure { margin: 0; } figcaption { color: var(--dim); font-size: 0.8rem; }
-footer { margin-top: 2.5rem; color: var(--dim); font-size: 0.8rem; }
 """
 
 

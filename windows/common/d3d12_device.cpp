@@ -2,6 +2,7 @@
 #include "d3d12_device.h"
 
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 
 namespace dmlh {
@@ -225,6 +226,24 @@ std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt) {
     if (!compiler.empty()) dev.add_extra("compiler", compiler);
     if (!wine.empty()) dev.add_extra("wine", wine);
     return std::string();
+}
+
+HRESULT create_buffer(ID3D12Device* d3d, D3D12_HEAP_TYPE heap, UINT64 size, D3D12_RESOURCE_STATES state,
+                      D3D12_RESOURCE_FLAGS flags, ID3D12Resource** out) {
+    D3D12_HEAP_PROPERTIES hp;
+    memset(&hp, 0, sizeof hp);
+    hp.Type = heap;
+    D3D12_RESOURCE_DESC rd;
+    memset(&rd, 0, sizeof rd);
+    rd.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
+    rd.Width = (size ? size + 255 : 256) / 256 * 256;
+    rd.Height = rd.DepthOrArraySize = rd.MipLevels = 1;
+    rd.Format = DXGI_FORMAT_UNKNOWN;
+    rd.SampleDesc.Count = 1;
+    rd.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
+    rd.Flags = flags;
+    return d3d->CreateCommittedResource(&hp, D3D12_HEAP_FLAG_NONE, &rd, state, nullptr, __uuidof(ID3D12Resource),
+                                        reinterpret_cast<void**>(out));
 }
 
 }  // namespace dmlh

@@ -58,6 +58,10 @@ struct DmlDevice {
 // message, or "" on success.
 std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt);
 
+// A committed buffer of at least `size` bytes (rounded up to 256, at least 256) in a heap of the given type.
+HRESULT create_buffer(ID3D12Device* d3d, D3D12_HEAP_TYPE heap, UINT64 size, D3D12_RESOURCE_STATES state,
+                      D3D12_RESOURCE_FLAGS flags, ID3D12Resource** out);
+
 // The device's command-line options, the same in every program: --dml PATH, --adapter N, --warp, --debug-layer.
 // kDeviceUsage is their usage lines. read_device_option takes argv[i] (and its value, moving i past it) into `opt`
 // when it is one of them: kTaken; kNotMine for any other argument; kBad (logged) for one without its value.

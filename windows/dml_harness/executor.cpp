@@ -27,22 +27,7 @@ static UINT64 align_up(UINT64 v, UINT64 a) { return (v + a - 1) / a * a; }
 
 static HRESULT make_buffer(Device& dev, D3D12_HEAP_TYPE heap, UINT64 size, D3D12_RESOURCE_STATES state,
                            D3D12_RESOURCE_FLAGS flags, Com<ID3D12Resource>& out) {
-    D3D12_HEAP_PROPERTIES hp;
-    memset(&hp, 0, sizeof hp);
-    hp.Type = heap;
-    D3D12_RESOURCE_DESC rd;
-    memset(&rd, 0, sizeof rd);
-    rd.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
-    rd.Width = align_up(size ? size : 1, 256);
-    rd.Height = 1;
-    rd.DepthOrArraySize = 1;
-    rd.MipLevels = 1;
-    rd.Format = DXGI_FORMAT_UNKNOWN;
-    rd.SampleDesc.Count = 1;
-    rd.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
-    rd.Flags = flags;
-    return dev.d3d->CreateCommittedResource(&hp, D3D12_HEAP_FLAG_NONE, &rd, state, nullptr, __uuidof(ID3D12Resource),
-                                            out.put());
+    return dmlh::create_buffer(dev.d3d.get(), heap, size, state, flags, out.put_typed());
 }
 
 static void transition(ID3D12GraphicsCommandList* list, ID3D12Resource* r, D3D12_RESOURCE_STATES before,

@@ -101,19 +101,8 @@ void PhaseTimer::gpu_mark(dmlh::DmlDevice& dev, ID3D12GraphicsCommandList* list,
             log_line("--timings: no GPU timestamps on this device");
             return;
         }
-        D3D12_HEAP_PROPERTIES hp;
-        memset(&hp, 0, sizeof hp);
-        hp.Type = D3D12_HEAP_TYPE_READBACK;
-        D3D12_RESOURCE_DESC rd;
-        memset(&rd, 0, sizeof rd);
-        rd.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
-        rd.Width = 256;
-        rd.Height = rd.DepthOrArraySize = rd.MipLevels = 1;
-        rd.SampleDesc.Count = 1;
-        rd.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
-        if (FAILED(dev.d3d->CreateCommittedResource(&hp, D3D12_HEAP_FLAG_NONE, &rd, D3D12_RESOURCE_STATE_COPY_DEST,
-                                                    nullptr, __uuidof(ID3D12Resource),
-                                                    reinterpret_cast<void**>(&query_readback)))) {
+        if (FAILED(dmlh::create_buffer(dev.d3d.get(), D3D12_HEAP_TYPE_READBACK, 256, D3D12_RESOURCE_STATE_COPY_DEST,
+                                       D3D12_RESOURCE_FLAG_NONE, &query_readback))) {
             queries->Release();
             queries = nullptr;
             gpu_frequency = 0;

@@ -32,18 +32,8 @@ static bool make_gpu_marks(HostTimer& t) {
     qd.Count = 4;
     if (FAILED(dev.d3d->CreateQueryHeap(&qd, __uuidof(ID3D12QueryHeap), reinterpret_cast<void**>(&t.queries))))
         return false;
-    D3D12_HEAP_PROPERTIES hp;
-    memset(&hp, 0, sizeof hp);
-    hp.Type = D3D12_HEAP_TYPE_READBACK;
-    D3D12_RESOURCE_DESC rd;
-    memset(&rd, 0, sizeof rd);
-    rd.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
-    rd.Width = 256;
-    rd.Height = rd.DepthOrArraySize = rd.MipLevels = 1;
-    rd.SampleDesc.Count = 1;
-    rd.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
-    if (FAILED(dev.d3d->CreateCommittedResource(&hp, D3D12_HEAP_FLAG_NONE, &rd, D3D12_RESOURCE_STATE_COPY_DEST, nullptr,
-                                                __uuidof(ID3D12Resource), reinterpret_cast<void**>(&t.readback))) ||
+    if (FAILED(dmlh::create_buffer(dev.d3d.get(), D3D12_HEAP_TYPE_READBACK, 256, D3D12_RESOURCE_STATE_COPY_DEST,
+                                   D3D12_RESOURCE_FLAG_NONE, &t.readback)) ||
         FAILED(dev.d3d->CreateCommandAllocator(D3D12_COMMAND_LIST_TYPE_DIRECT, __uuidof(ID3D12CommandAllocator),
                                                reinterpret_cast<void**>(&t.allocator))) ||
         FAILED(dev.d3d->CreateFence(0, D3D12_FENCE_FLAG_NONE, __uuidof(ID3D12Fence), reinterpret_cast<void**>(&t.fence))))
