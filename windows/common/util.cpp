@@ -162,6 +162,15 @@ LoadedModule load_module(const std::string& given_path, const char* file_name) {
     return loaded;
 }
 
+FILE* open_timings_file(const std::string& pattern) {
+    std::string path = pattern;
+    size_t at = path.find("%p");
+    if (at != std::string::npos) path.replace(at, 2, strf("%lu", (unsigned long)GetCurrentProcessId()));
+    FILE* file = fopen(path.c_str(), "ab");
+    if (!file) log_line("--timings: cannot open %s for appending; no timings", path.c_str());
+    return file;
+}
+
 LONGLONG qpc_now() {
     LARGE_INTEGER t;
     QueryPerformanceCounter(&t);

@@ -10,6 +10,7 @@
 #endif
 #include <windows.h>
 
+#include <cstdio>
 #include <string>
 
 namespace dmlh {
@@ -33,6 +34,9 @@ std::string compiler_name();  // "mingw-w64 g++ 12.2.0", "MSVC 1939"
 LONGLONG qpc_now();
 double qpc_ticks_per_us();
 long long unix_us_now();  // microseconds since 1970
+// The --timings file opened for appending, "%p" in the pattern replaced by the process id; nullptr (said on stderr:
+// no timings) when it cannot be opened.
+FILE* open_timings_file(const std::string& pattern);
 std::string wine_version();   // wine_get_version() from ntdll under Wine; "" on Windows
 
 // A DLL loaded from the given path, else from beside the program, else from the DLL search path: the first of

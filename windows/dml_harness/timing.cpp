@@ -31,14 +31,8 @@ void PhaseTimer::startup_heap(LONGLONG since) {
 }
 
 void PhaseTimer::open(const std::string& path_pattern, const std::string& device_error) {
-    std::string path = path_pattern;
-    size_t at = path.find("%p");
-    if (at != std::string::npos) path.replace(at, 2, strf("%lu", (unsigned long)GetCurrentProcessId()));
-    file = fopen(path.c_str(), "ab");
-    if (!file) {
-        log_line("--timings: cannot open %s for appending; no timings", path.c_str());
-        return;
-    }
+    file = dmlh::open_timings_file(path_pattern);
+    if (!file) return;
     LONGLONG now = qpc_now();
     fprintf(file, "{\"event\":\"start\",\"pid\":%lu,\"main_unix_us\":%lld,\"device_us\":%.1f,\"device\":%s}\n",
             (unsigned long)GetCurrentProcessId(), origin_unix_us, since_origin_us(now),

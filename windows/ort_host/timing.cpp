@@ -54,14 +54,8 @@ static bool make_gpu_marks(HostTimer& t) {
 }
 
 void HostTimer::open(const std::string& path_pattern, const std::string& start_error, dmlh::DmlDevice* dml_device) {
-    std::string path = path_pattern;
-    size_t at = path.find("%p");
-    if (at != std::string::npos) path.replace(at, 2, strf("%lu", (unsigned long)GetCurrentProcessId()));
-    file = fopen(path.c_str(), "ab");
-    if (!file) {
-        log_line("--timings: cannot open %s for appending; no timings", path.c_str());
-        return;
-    }
+    file = dmlh::open_timings_file(path_pattern);
+    if (!file) return;
     LONGLONG now = qpc_now();
     device = dml_device;
     if (device && start_error.empty() && !make_gpu_marks(*this)) {
