@@ -363,6 +363,10 @@ def test_timings_write_a_line_per_request_and_change_no_reply(harness: str, plai
     (path,) = tmp_path.glob("t-*.jsonl")
     start, *lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert start["event"] == "start" and path.name == f"t-{start['pid']}.jsonl" and start["device_us"] > 0
+    steps = start["steps_us"]  # where the start went: each step's end, in order, within the device's creation
+    assert list(steps) == ["begin", "directml_loaded", "dxgi_factory", "dxgi_adapter", "d3d12_device", "dml_device",
+                           "queue", "harness_objects"]
+    assert list(steps.values()) == sorted(steps.values()) and steps["harness_objects"] <= start["device_us"]
     relu, pool = "ACTIVATION_RELU_GRAD", "MAX_POOLING_GRAD"
     assert [(r["id"], r["op"], r["status"]) for r in lines] == [
         ("t/large", relu, "ok"), ("t/small", relu, "ok"), ("t/pool", pool, "ok"), ("t/refused", relu, "refused"),

@@ -69,8 +69,10 @@ OptionRead read_device_option(int argc, char** argv, int& i, DeviceOptions& opt)
 }
 
 std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt) {
+    dev.mark("begin");
     std::string err = load_directml(dev, opt);
     if (!err.empty()) return err;
+    dev.mark("directml_loaded");
     auto create1 = reinterpret_cast<PFN_DMLCreateDevice1>(
         reinterpret_cast<void*>(GetProcAddress(dev.dml_module, "DMLCreateDevice1")));
     auto create0 = reinterpret_cast<PFN_DMLCreateDevice>(
@@ -93,6 +95,7 @@ std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt) {
     Com<IDXGIFactory4> factory;
     HRESULT hr = CreateDXGIFactory1(__uuidof(IDXGIFactory4), factory.put());
     if (FAILED(hr)) return "CreateDXGIFactory1(IDXGIFactory4): " + hr_text(hr);
+    dev.mark("dxgi_factory");
     if (opt.warp) hr = factory->EnumWarpAdapter(__uuidof(IDXGIAdapter1), dev.adapter.put());
     else hr = factory->EnumAdapters1(UINT(opt.adapter), dev.adapter.put_typed());
     if (FAILED(hr))
@@ -124,8 +127,10 @@ std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt) {
     else
         dev.driver_version = "unknown (IDXGIAdapter::CheckInterfaceSupport(IDXGIDevice): " + hr_text(hr) + ")";
 
+    dev.mark("dxgi_adapter");
     hr = D3D12CreateDevice(dev.adapter.get(), D3D_FEATURE_LEVEL_11_0, __uuidof(ID3D12Device), dev.d3d.put());
     if (FAILED(hr)) return "D3D12CreateDevice(feature level 11_0): " + hr_text(hr);
+    dev.mark("d3d12_device");
 
     // D3D facts for `extra`.
     D3D_FEATURE_LEVEL levels[] = {D3D_FEATURE_LEVEL_11_0, D3D_FEATURE_LEVEL_11_1, D3D_FEATURE_LEVEL_12_0,
@@ -163,6 +168,7 @@ std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt) {
     }
     if (FAILED(hr))
         return std::string(create1 ? "DMLCreateDevice1(minimum 1_0)" : "DMLCreateDevice") + ": " + hr_text(hr);
+    dev.mark("dml_device");
     dev.add_extra("dml_create_device", create1 ? "DMLCreateDevice1 (minimum feature level 1_0)" : "DMLCreateDevice");
 
     // Feature level: ask DirectML. A DLL older than the header may reject levels it does not know,
@@ -214,6 +220,7 @@ std::string create_dml_device(DmlDevice& dev, const DeviceOptions& opt) {
     qd.Type = D3D12_COMMAND_LIST_TYPE_DIRECT;
     if (FAILED(hr = dev.d3d->CreateCommandQueue(&qd, __uuidof(ID3D12CommandQueue), dev.queue.put())))
         return "ID3D12Device::CreateCommandQueue: " + hr_text(hr);
+    dev.mark("queue");
     if (opt.debug_layer && FAILED(dev.d3d->QueryInterface(__uuidof(ID3D12InfoQueue), dev.info_queue.put())))
         dev.info_queue.reset();
 

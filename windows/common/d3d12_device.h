@@ -50,8 +50,12 @@ struct DmlDevice {
     bool type_supported[12] = {};  // DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT per DML_TENSOR_DATA_TYPE
     // Facts for a handshake's `extra`, in the order they were found.
     std::vector<std::pair<std::string, std::string>> extra;
+    // When each step of the device's creation ended (QueryPerformanceCounter), for the programs' --timings start
+    // line: where a start's time goes, and which step is contended when several programs start at once.
+    std::vector<std::pair<const char*, LONGLONG>> startup_marks;
 
     void add_extra(const std::string& key, const std::string& value) { extra.emplace_back(key, value); }
+    void mark(const char* step) { startup_marks.emplace_back(step, qpc_now()); }
 };
 
 // Loads DirectML.dll and creates the adapter, D3D12 device, IDMLDevice and command queue; returns an error

@@ -21,6 +21,7 @@ std::string init_device(Device& dev) {
     if (!dev.event) return strf("CreateEvent: error %lu", GetLastError());
     if (FAILED(hr = dev.dml->CreateCommandRecorder(DMLH_IID(IDMLCommandRecorder), dev.recorder.put())))
         return "IDMLDevice::CreateCommandRecorder: " + hr_text(hr);
+    dev.mark("harness_objects");
 
     if (dev.opt.disable_metacommands) dev.exec_flags = DML_EXECUTION_FLAG_DISABLE_META_COMMANDS;
     dev.add_extra("dml_execution_flags", dev.opt.disable_metacommands ? "DML_EXECUTION_FLAG_DISABLE_META_COMMANDS"

@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
     server.frames = dmlh::claim_stdout_for_frames();
     if (!parse_options(argc, argv, dev.opt)) return 2;
     std::string init_error = init_device(dev);
-    if (!dev.opt.timings_path.empty()) harness.timer.open(dev.opt.timings_path, init_error);
+    if (!dev.opt.timings_path.empty()) harness.timer.open(dev.opt.timings_path, init_error, dev.startup_marks);
     if (init_error.empty())
         log_line("%s, DirectML %s (%s), feature level %s", dev.adapter_name.c_str(), dev.dml_version.c_str(),
              dev.dml_path.c_str(), level_label(dev.feature_level).c_str());

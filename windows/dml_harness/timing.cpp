@@ -30,13 +30,16 @@ void PhaseTimer::startup_heap(LONGLONG since) {
     startup_heap_us += double(qpc_now() - since) / ticks_per_us;
 }
 
-void PhaseTimer::open(const std::string& path_pattern, const std::string& device_error) {
+void PhaseTimer::open(const std::string& path_pattern, const std::string& device_error,
+                      const std::vector<std::pair<const char*, LONGLONG>>& marks) {
     file = dmlh::open_timings_file(path_pattern);
     if (!file) return;
     LONGLONG now = qpc_now();
-    fprintf(file, "{\"event\":\"start\",\"pid\":%lu,\"main_unix_us\":%lld,\"device_us\":%.1f,\"device\":%s}\n",
-            (unsigned long)GetCurrentProcessId(), origin_unix_us, since_origin_us(now),
-            dmlh::json_string(device_error.empty() ? "ready" : device_error).c_str());
+    std::string steps;
+    for (const auto& [step, at] : marks) steps += strf("%s\"%s\":%.1f", steps.empty() ? "" : ",", step, since_origin_us(at));
+    fprintf(file, "{\"event\":\"start\",\"pid\":%lu,\"main_unix_us\":%lld,\"device_us\":%.1f,\"device\":%s,"
+            "\"steps_us\":{%s}}\n", (unsigned long)GetCurrentProcessId(), origin_unix_us, since_origin_us(now),
+            dmlh::json_string(device_error.empty() ? "ready" : device_error).c_str(), steps.c_str());
     fflush(file);
     last = now;
 }

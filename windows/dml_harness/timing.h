@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "d3d12_device.h"
 #include "util.h"
@@ -58,7 +60,9 @@ struct PhaseTimer {
     void lap(Phase p);
     // Time since the last lap was spent making the descriptor heap before any request (`since` begins it).
     void startup_heap(LONGLONG since);
-    void open(const std::string& path_pattern, const std::string& device_error);
+    // The start line: when main() began, the device's creation time and the end of each of its steps (`marks`).
+    void open(const std::string& path_pattern, const std::string& device_error,
+              const std::vector<std::pair<const char*, LONGLONG>>& marks);
     // A request has been read: the time since the previous one ended is the wait.
     void begin_request();
     void end_request(const std::string& id);
