@@ -70,6 +70,10 @@ class BackendOptions:
     #: backend: its harness's start, with the DLL's and program's digests), so that each worker process does not
     #: work it out again. Plain data; None: the backend works it out itself.
     prepared: object | None = None
+    #: Not an option either: a program this worker process started before it had its setup
+    #: (processes.StartedProgram; the run command's early start), which a backend that starts programs takes over
+    #: when it is the very program it would start, and otherwise stops.
+    started: object | None = None
 
 
 class Backend(Protocol):

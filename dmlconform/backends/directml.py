@@ -29,10 +29,10 @@ def _log(line: str) -> None:
 class DirectMLBackend(NativeBackend):
     name = NAME
 
-    def __init__(self, start: ProgramStart, timeout_s: float) -> None:
+    def __init__(self, start: ProgramStart, timeout_s: float, started: object | None = None) -> None:
         self.start = start
         super().__init__(start.launch.describe(), timeout_s, argv=start.launch.argv,
-                         environment=start.launch.environment)
+                         environment=start.launch.environment, started=started)
 
     def info(self) -> BackendInfo:
         info = super().info()
@@ -69,7 +69,7 @@ def prepare_start(options: BackendOptions) -> BackendOptions:
 def create(options: BackendOptions) -> DirectMLBackend:
     start = _start(options)
     try:
-        return DirectMLBackend(start, options.timeout_s)
+        return DirectMLBackend(start, options.timeout_s, options.started)
     except (HarnessStartError, WineUnavailable) as exc:
         hint = device_hint(str(exc), start.launch)
         raise RuntimeError(f"{exc}" + (f"; {hint}" if hint else "")) from None
@@ -81,27 +81,14 @@ def prepare_wine(options: BackendOptions | None = None) -> None:
     its wineserver started to linger for the next programs, and a missing Wine said in one line. Only the DLL on
     Windows."""
     from dmlconform.directml.library import DirectMLNotFound, choose_directml
-    from dmlconform.directml.wine import (
-        ensure_prefix,
-        find_wine,
-        keep_wineserver,
-        needs_wine,
-        prefix_display,
-        wine_prefix,
-    )
+    from dmlconform.directml.wine import prepare_prefix
 
     if options is not None:
         try:
             choose_directml(options.directml, options.directml_version)
         except (DirectMLNotFound, ValueError) as exc:
             raise RuntimeError(str(exc)) from None
-    if not needs_wine():
-        return
     try:
-        wine = find_wine()
-        prefix = wine_prefix(wine)
-        ensure_prefix(wine, prefix, _log)
-        keep_wineserver(wine, prefix)
-        prefix_display(prefix)
+        prepare_prefix(_log)
     except WineUnavailable as exc:
         raise RuntimeError(str(exc)) from None

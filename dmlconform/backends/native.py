@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dmlconform import __version__
+from dmlconform import __version__, processes
 from dmlconform import harness_protocol as protocol
 from dmlconform.backends import register
 from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome, OutcomeKind
@@ -83,6 +83,15 @@ def harness_argv(command: str) -> list[str]:
     return argv
 
 
+def _stop_unused(process: subprocess.Popen[bytes]) -> None:
+    process.kill()
+    process.wait()
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
 class HarnessProcess:
     """One running harness: the child, a reader and a writer thread per pipe, and a stderr tail.
 
@@ -90,14 +99,24 @@ class HarnessProcess:
     a queue with a deadline, so a harness that stops reading or writing can never block the runner.
     """
 
-    def __init__(self, argv: list[str], environment: Mapping[str, str] | None = None) -> None:
+    def __init__(self, argv: list[str], environment: Mapping[str, str] | None = None,
+                 started: processes.StartedProgram | None = None) -> None:
+        """`started`: a process started before (processes.worker_entry), taken over when it is this very program
+        (command line and whole environment), else stopped."""
         self.argv = argv
-        try:
-            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, bufsize=0,
-                                            env={**os.environ, **environment} if environment else None)
-        except OSError as exc:
-            raise HarnessStartError(f"cannot start harness {shlex.join(argv)}: {exc.strerror or exc}") from None
+        env = {**os.environ, **environment} if environment else None
+        if started is not None and started.program.matches(argv, os.environ if env is None else env):
+            self.process = started.process
+        else:
+            if started is not None:
+                _stop_unused(started.process)
+                print("dmlconform: the harness started ahead of this worker's setup was not the one its backend "
+                      "starts (command line or environment differ): stopped, and the backend's own started",
+                      file=sys.stderr)
+            try:
+                self.process = processes.start_program(argv, env)
+            except OSError as exc:
+                raise HarnessStartError(f"cannot start harness {shlex.join(argv)}: {exc.strerror or exc}") from None
         self._inbound: queue.Queue[bytes | BaseException | object] = queue.Queue()
         self._write_error: _WriteFailed | None = None
         self._outbound: queue.Queue[bytes | None] = queue.Queue()
@@ -283,9 +302,10 @@ class HarnessClient:
 
     def __init__(self, command: str, timeout_s: float, decode_hello: Callable[[Frame], Any] = protocol.decode_hello,
                  client: str = f"dmlconform {__version__}", what: str = "harness", argv: Sequence[str] | None = None,
-                 environment: Mapping[str, str] | None = None) -> None:
+                 environment: Mapping[str, str] | None = None, started: object | None = None) -> None:
         """`command` is the harness command line; `argv` and `environment`, when given, are how it is started (the
-        packaged programs: the command line then only names it in messages)."""
+        packaged programs: the command line then only names it in messages). `started` (BackendOptions.started): a
+        process started early, which the first start takes over if it is this program."""
         self.command = command
         self.argv = list(argv) if argv is not None else harness_argv(command)
         self.environment = dict(environment or {})
@@ -297,6 +317,7 @@ class HarnessClient:
         self.restarts = 0
         self._failed_starts = 0
         self._process: HarnessProcess | None = None
+        self._started = started if isinstance(started, processes.StartedProgram) else None
         #: Sent to the running process and not answered yet, oldest first; then those still to send.
         self._sent: deque[_Request] = deque()
         self._waiting: deque[_Request] = deque()
@@ -324,7 +345,8 @@ class HarnessClient:
 
     # -- life cycle --------------------------------------------------------------------------------
     def _start(self) -> Any:
-        process = HarnessProcess(self.argv, self.environment)
+        process = HarnessProcess(self.argv, self.environment, self._started)
+        self._started = None
         wait_s = max(self.timeout_s, MIN_HANDSHAKE_S)
         process.send(protocol.encode_hello_request(self.client))
         try:
@@ -502,11 +524,12 @@ class NativeBackend:
     name = "native"
 
     def __init__(self, command: str, timeout_s: float, client: str = f"dmlconform {__version__}",
-                 argv: Sequence[str] | None = None, environment: Mapping[str, str] | None = None) -> None:
+                 argv: Sequence[str] | None = None, environment: Mapping[str, str] | None = None,
+                 started: object | None = None) -> None:
         self.command = command
         self.timeout_s = timeout_s
         self.harness = HarnessClient(command, timeout_s, protocol.decode_hello, client, argv=argv,
-                                     environment=environment)
+                                     environment=environment, started=started)
         self.hello: Hello = self.harness.hello
         #: Cases submitted and not collected, in order: an Outcome already known (declined, not encodable) or None
         #: for one whose request went to the harness client.
@@ -585,7 +608,7 @@ def create(options: BackendOptions) -> NativeBackend:
         raise RuntimeError("the native backend needs --harness \"CMD ARGS\" (for example "
                            "--harness \"python -m dmlconform.harness --backend numpy\")")
     try:
-        return NativeBackend(options.harness, options.timeout_s)
+        return NativeBackend(options.harness, options.timeout_s, started=options.started)
     except HarnessStartError as exc:
         raise RuntimeError(str(exc)) from None
     except ValueError as exc:  # shlex: unbalanced quotes

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from dmlconform.backend_info import BackendInfo
     from dmlconform.case import Case
     from dmlconform.case_result import CaseResult, Status
+    from dmlconform.cli.early_start import EarlyStart
     from dmlconform.feature_levels import FeatureLevel
     from dmlconform.results.journal import Journal, JournalWriter
     from dmlconform.suite.limits import SuiteLimits
@@ -119,6 +120,9 @@ class RunRequest:
     #: A backend that cannot start raises BackendUnavailable instead of ending the command (exit 2): for a command
     #: that runs several backends and reports the one that could not start (`matrix`).
     raise_if_unavailable: bool = False
+    #: Workers (and their harnesses) the command started before its imports (cli/early_start.py): the run's first
+    #: workers when it is the run they were started for.
+    early: EarlyStart | None = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -139,6 +143,12 @@ def execute(request: RunRequest, stop: StopRequest, console: Console) -> RunResu
     BackendUnavailable instead."""
     from dmlconform.backends import prepare
 
+    early = request.early
+    if early is not None and early.serves(request.backend_name, request.options):
+        # Worked out as `prepare` does it, from the same options, before the workers started it.
+        return _execute(replace(request, options=replace(request.options, prepared=early.start)), stop, console)
+    if early is not None:
+        early.discard()
     try:
         request = replace(request, options=prepare(request.backend_name, request.options))
     except RuntimeError as exc:
@@ -164,7 +174,8 @@ def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunRes
     jobs = (os.cpu_count() or 1) if request.jobs == 0 else request.jobs
     pool = WorkerPool(WorkerSetup(request.backend_name, request.options, level, request.repeat, request.keep,
                                   dict(os.environ)),
-                      jobs, stop.event, request.options.timeout_s)
+                      jobs, stop.event, request.options.timeout_s,
+                      early=request.early.take_workers() if request.early is not None else ())
     pool.launch()  # backends (harnesses) start while the suites load
     closing: threading.Thread | None = None
     try:

@@ -26,6 +26,7 @@ from dmlconform.cli.common import (
 from dmlconform.suite.tiers import NAMES
 
 if TYPE_CHECKING:
+    from dmlconform.cli.early_start import EarlyStart
     from dmlconform.cli.execution import StopRequest
     from dmlconform.run_result import RunResult
     from dmlconform.suite.limits import SuiteLimits
@@ -105,20 +106,27 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
     Exit status: 0 every case came out as expected, 1 one did not, 2 unusable input or usage,
     130/143 stopped by SIGINT/SIGTERM (the reports are still written, with the rest NOT_RUN)."""
     arguments = dict(locals())
+    from dmlconform.cli.early_start import start_early
     from dmlconform.processes import start_fork_server
 
-    start_fork_server()  # the workers' fork server imports while this command does
+    # The workers' fork server starts while this command imports; for the directml backend a bare one, whose
+    # workers start their harnesses at once (cli/early_start.py) and import while the devices come up.
+    start_fork_server(light=backend_name == "directml")
+    early = start_early(backend_name, jobs, arguments)
     from dmlconform.cli.execution import StopRequest
 
     stop = StopRequest().install()
     try:
-        status = _run(stop, **arguments)
+        status = _run(stop, early=early, **arguments)
     finally:
         stop.restore()
+        if early is not None:
+            early.discard()
     sys.exit(status)
 
 
-def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_text: str | None,
+def _run(stop: StopRequest, early: EarlyStart | None, paths: tuple[Path, ...], backend_name: str,
+         level_text: str | None,
          expression: str | None, json_path: Path | None, junit_path: Path | None, jobs: int, shard_text: str | None,
          journal_path: Path | None, resume: bool, baseline: Path | None, failures_path: Path | None,
          skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
@@ -153,7 +161,7 @@ def _run(stop: StopRequest, paths: tuple[Path, ...], backend_name: str, level_te
     request = RunRequest(paths, backend_name, options,
                          level, expression, tier_name, jobs, shard, journal_path or default_journal(json_path), resume,
                          expectations, retries, repeat, keep, artifacts_dir, json_path,
-                         suite_limits=suite_limits)
+                         suite_limits=suite_limits, early=early)
     console = make_console()
     run = execute(request, stop, console)
     render(run, console, failures_shown)

@@ -54,6 +54,11 @@ class Wine:
     version: str  # "wine-8.0 (Debian 8.0~repack-4)"
 
 
+#: The Wine found for each (WINE, PATH, loader's size and mtime) in this process: `--version` is a process start, and a
+#: command looks for Wine more than once (the harness's start, the prefix).
+_FOUND: dict[tuple[str, str, str, int, int], Wine] = {}
+
+
 def find_wine(environ: Mapping[str, str] | None = None) -> Wine:
     env = os.environ if environ is None else environ
     named = env.get(WINE_ENV, "")
@@ -63,6 +68,10 @@ def find_wine(environ: Mapping[str, str] | None = None) -> Wine:
     if loader is None:
         where = f"{WINE_ENV}={named} is not an executable file" if named else "no wine64 or wine on PATH"
         raise WineUnavailable(f"no Wine ({where}): {WINE_HINT}")
+    facts = loader.stat()
+    key = (named, env.get("PATH", ""), str(loader), facts.st_size, facts.st_mtime_ns)
+    if key in _FOUND:
+        return _FOUND[key]
     try:
         done = subprocess.run([str(loader), "--version"], capture_output=True, text=True, timeout=30,
                               env={**env, "WINEDEBUG": "-all"}, check=False)
@@ -76,7 +85,8 @@ def find_wine(environ: Mapping[str, str] | None = None) -> Wine:
                    if p.is_file()), None)
     if server is None and (found := shutil.which("wineserver", path=env.get("PATH"))):
         server = Path(found)
-    return Wine(loader, server, version)
+    _FOUND[key] = Wine(loader, server, version)
+    return _FOUND[key]
 
 
 def windows_path(path: Path) -> str:
@@ -451,3 +461,16 @@ def launch(program: Path, arguments: list[str], dll_paths: dict[str, Path], vulk
     dll_args = [a for option, path in dll_paths.items() for a in (option, windows_path(path))]
     environment = {**_wine_environment(prefix, driver, env, virtual_heaps), "DISPLAY": prefix_display(prefix)}
     return Launch((str(wine.loader), str(program), *dll_args, *arguments), environment, wine, prefix, driver)
+
+
+def prepare_prefix(log: Callable[[str], None]) -> None:
+    """Once per command, before any program starts under Wine: the prefix made (a minute's work the first time), its
+    wineserver started to linger for the next programs, its display up. Nothing where Wine is not needed;
+    WineUnavailable (one line) when it is and cannot be had."""
+    if not needs_wine():
+        return
+    wine = find_wine()
+    prefix = wine_prefix(wine)
+    ensure_prefix(wine, prefix, log)
+    keep_wineserver(wine, prefix)
+    prefix_display(prefix)

@@ -25,8 +25,8 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 
 from dmlconform import processes
@@ -80,18 +80,25 @@ class WorkerSetup:
     environment: Mapping[str, str] | None = None
 
 
-def _worker_main(setup: WorkerSetup, conn: Connection, lifeline: Connection) -> None:
-    if hasattr(os, "setsid"):
-        os.setsid()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    threading.Thread(target=_die_with_parent, args=(lifeline,), daemon=True).start()
+def serve_worker(conn: Connection, started: processes.StartedProgram | None) -> None:
+    """A worker process, after `processes.worker_entry`: its setup (the first message), its backend (taking over
+    `started`, a program started before the setup came, when it is the very one the backend starts), then cases until
+    the parent says stop."""
+    try:
+        setup = conn.recv()
+    except (EOFError, OSError):
+        setup = None
+    if not isinstance(setup, WorkerSetup):  # the parent went away before it sent the setup
+        if started is not None:
+            started.process.kill()
+        return
     from dmlconform.backends import create_backend
 
     if setup.environment is not None:
         os.environ.clear()
         os.environ.update(setup.environment)
     try:
-        backend = create_backend(setup.backend, setup.options)
+        backend = create_backend(setup.backend, replace(setup.options, started=started))
     except Exception as exc:
         conn.send(("failed", str(exc.args[0]) if exc.args else str(exc)))
         return
@@ -158,16 +165,6 @@ def receive_tasks(conn: Connection) -> Message:
     return tasks
 
 
-def _die_with_parent(lifeline: Connection) -> None:
-    with contextlib.suppress(EOFError, OSError):
-        lifeline.recv_bytes()
-    # The parent is gone (or closed the lifeline after a polite stop that this worker outlived).
-    if hasattr(os, "killpg"):
-        with contextlib.suppress(OSError):
-            os.killpg(0, signal.SIGKILL)
-    os._exit(1)
-
-
 def _warn_start_failure(slot: int, message: str) -> None:
     print(f"dmlconform: warning: worker {slot} could not start its backend ({message}); the run goes on without it",
           file=sys.stderr)
@@ -192,20 +189,22 @@ def case_bytes(case: Case) -> int:
 
 
 class _Worker:
-    def __init__(self, context: multiprocessing.context.BaseContext, setup: WorkerSetup, slot: int) -> None:
-        self.slot = slot
-        self.conn, child_conn = context.Pipe()
-        lifeline_read, self.lifeline = context.Pipe(duplex=False)
-        self.process = context.Process(target=_worker_main, args=(setup, child_conn, lifeline_read),
-                                       name=f"dmlconform-worker-{slot}", daemon=True)
-        self.process.start()
-        child_conn.close()
-        lifeline_read.close()
+    """A worker process as the parent sees it: the process, and the cases it holds."""
+
+    def __init__(self, process: processes.WorkerProcess, setup: WorkerSetup) -> None:
+        self.slot = process.slot
+        self.worker = process
+        self.process, self.conn, self.lifeline = process.process, process.conn, process.lifeline
+        self.conn.send(setup)
         #: Cases sent and not yet answered, in order; the first is the one running.
         self.tasks: deque[tuple[int, Case]] = deque()
         #: When the running case overruns.
         self.deadline = 0.0
         self.info: BackendInfo | None = None
+
+    @classmethod
+    def start(cls, context: multiprocessing.context.BaseContext, setup: WorkerSetup, slot: int) -> _Worker:
+        return cls(processes.WorkerProcess(context, slot, processes.WORKER_MAIN), setup)
 
     def send(self, tasks: list[tuple[int, Case]], deadline_s: float) -> None:
         if not self.tasks:
@@ -229,26 +228,13 @@ class _Worker:
             self.deadline = time.monotonic() + deadline_s
 
     def kill(self) -> None:
-        pid = self.process.pid
-        if pid is not None and self.process.exitcode is None:
-            try:
-                os.killpg(pid, signal.SIGKILL)  # the worker and the harness it started
-            except (AttributeError, OSError):
-                with contextlib.suppress(OSError):
-                    self.process.kill()
-        self.process.join(2.0)
-        self._close_pipes()
+        self.worker.kill()
 
     def stop(self, grace_s: float) -> None:
         with contextlib.suppress(OSError, ValueError):
             self.conn.send(None)
         self.process.join(grace_s)
         self.kill()
-
-    def _close_pipes(self) -> None:
-        for conn in (self.conn, self.lifeline):
-            with contextlib.suppress(OSError):
-                conn.close()
 
     def death(self) -> str:
         self.process.join(1.0)
@@ -266,8 +252,12 @@ class _Worker:
 class WorkerPool:
     """N worker processes running cases for the parent; `stop` (an Event) ends `run` within POLL_S."""
 
-    def __init__(self, setup: WorkerSetup, jobs: int, stop: threading.Event, timeout_s: float) -> None:
+    def __init__(self, setup: WorkerSetup, jobs: int, stop: threading.Event, timeout_s: float,
+                 early: Sequence[processes.WorkerProcess] = ()) -> None:
+        """`early`: worker processes the command started before it had the setup (cli/early_start.py), which the
+        pool takes as its first workers."""
         self.setup, self.jobs, self.stop = setup, jobs, stop
+        self.early = list(early)
         self.deadline_s = timeout_s * setup.repeat + max(timeout_s, RESTART_ALLOWANCE_S) + DEADLINE_GRACE_S
         self.context = processes.context()
         self.workers: list[_Worker] = []
@@ -291,9 +281,14 @@ class WorkerPool:
         each worker then creates its backend."""
         started: list[_Worker] = []
 
+        early, self.early = self.early, []
+        for spare in early[self.jobs:]:
+            spare.kill()
+
         def start_workers() -> None:
             for slot in range(self.jobs):
-                started.append(_Worker(self.context, self.setup, slot))
+                started.append(_Worker(early[slot], self.setup) if slot < len(early) else
+                               _Worker.start(self.context, self.setup, slot))
 
         self._launching = threading.Thread(target=start_workers, name="dmlconform-launch", daemon=True)
         self._launching.start()
@@ -392,6 +387,7 @@ class WorkerPool:
 
     def close(self, grace_s: float = 5.0) -> None:
         """Let each worker close its backend (a harness gets 'bye'), then make sure they are gone."""
+        self._drop_early()
         with contextlib.suppress(BackendStartError):
             self._launched_workers()
         for worker in self.workers:
@@ -400,7 +396,14 @@ class WorkerPool:
         for worker in self.workers:
             worker.stop(grace_s)
 
+    def _drop_early(self) -> None:
+        """Early workers never taken over (a pool that ends before `launch`)."""
+        for early in self.early:
+            early.kill()
+        self.early = []
+
     def kill(self) -> None:
+        self._drop_early()
         if self._launching is not None:  # not yet taken over: wait for the starts, so that none is left behind
             self._launching.join()
             self._launching = None
@@ -553,7 +556,7 @@ class WorkerPool:
     def _replace(self, worker: _Worker) -> _Worker | None:
         worker.kill()
         for _ in range(MAX_FAILED_STARTS):
-            replacement = _Worker(self.context, self.setup, worker.slot)
+            replacement = _Worker.start(self.context, self.setup, worker.slot)
             if not self._await_ready(replacement):
                 self.workers[worker.slot] = replacement
                 return replacement

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from dmlconform.backend_info import BackendInfo
 from dmlconform.cli import main
 from dmlconform.cli.execution import below_level
+from dmlconform.directml.wine import find_wine
 from dmlconform.feature_levels import FeatureLevel
 from tests.directml import pe_files
 
@@ -116,8 +117,9 @@ def _real_directml_missing() -> str:
 
 
 @pytest.mark.slow
-def test_the_packaged_harness_runs_the_seed_suite_under_wine_and_names_its_dll(tmp_path: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_packaged_harness_runs_the_seed_suite_under_wine_and_names_its_dll(tmp_path: Path) -> None:
+    """Two workers, each started with its harness before the command's imports (cli/early_start.py), each
+    harness taken over by its worker's backend: two harness processes in all."""
     missing = _real_directml_missing()
     if missing:
         pytest.skip(missing)
@@ -125,11 +127,23 @@ def test_the_packaged_harness_runs_the_seed_suite_under_wine_and_names_its_dll(t
 
     dll = directml_dll()
     assert dll is not None
-    env = {"DMLCONFORM_WINDOWS_PROGRAMS_DIR": str(built_programs(tmp_path / "programs"))}
+    real = find_wine()
+    # The Wine loader through a wrapper that notes every harness it starts, beside the real wineserver.
+    loaders = tmp_path / "wine"
+    loaders.mkdir()
+    started = tmp_path / "started"
+    loader = loaders / real.loader.name
+    loader.write_text(f'#!/bin/sh\ncase "$*" in *dml_harness.exe*) echo started >> {started};; esac\n'
+                      f'exec {real.loader} "$@"\n')
+    loader.chmod(0o755)
+    if real.server is not None:
+        (loaders / real.server.name).symlink_to(real.server)
+    env = {"DMLCONFORM_WINDOWS_PROGRAMS_DIR": str(built_programs(tmp_path / "programs")), "WINE": str(loader)}
     out = tmp_path / "seed.json"
     result = CliRunner().invoke(main, ["run", "--backend", "directml", "--directml", str(dll), "--adapter",
-                                       "lavapipe", str(SEED), "--json", str(out)], env=env)
+                                       "lavapipe", str(SEED), "--json", str(out), "-j", "2"], env=env)
     assert result.exit_code == 0, result.output
+    assert started.read_text().split() == ["started"] * 2  # not another after an early one that was not its own
     document = json.loads(out.read_text())
     backend = document["backend"]
     assert backend["name"] == "directml" and backend["feature_level"] == "6_4"

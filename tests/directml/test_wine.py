@@ -57,6 +57,18 @@ def test_wine_is_found_by_its_version_and_a_missing_one_is_one_line_with_the_fix
         wine.find_wine({"WINE": str(not_wine), "PATH": ""})
 
 
+def test_wine_is_asked_its_version_once_per_loader_and_again_once_the_loader_changes(tmp_path: Path) -> None:
+    calls = tmp_path / "calls"
+    counting = FAKE_WINE.replace('--version) echo', f'--version) echo x >> {calls}; echo')
+    loader = _executable(tmp_path / "wine64", counting)
+    env = {"WINE": str(loader), "PATH": ""}
+    assert wine.find_wine(env) == wine.find_wine(env)
+    assert calls.read_text().split() == ["x"]
+    _executable(loader, counting.replace("(fake)", "(fake, rebuilt)"))
+    assert wine.find_wine(env).version == "wine-8.0 (fake, rebuilt)"
+    assert calls.read_text().split() == ["x", "x"]
+
+
 def test_the_prefix_wineserver_is_started_to_linger_for_the_next_programs(tmp_path: Path) -> None:
     server = _executable(tmp_path / "wineserver", "#!/bin/sh\necho \"$WINEPREFIX $*\" >> \"$(dirname \"$0\")/server.log\"\n")
     loader = _executable(tmp_path / "wine64", FAKE_WINE)

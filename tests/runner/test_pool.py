@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from dataclasses import asdict
@@ -368,3 +369,68 @@ def test_a_worker_that_cannot_start_beside_one_that_can_is_a_warning_and_the_run
     assert sorted(done) == list(range(len(chosen)))
     warnings = [line for line in capfd.readouterr().err.splitlines() if "could not start its backend" in line]
     assert len(warnings) == 1 and "the run goes on without it" in warnings[0]
+
+
+def _counted_harness(tmp_path: Path) -> tuple[str, Path]:
+    """A harness command that notes each start (its pid, a line) in a file, then serves as HARNESS does."""
+    starts = tmp_path / "starts"
+    script = tmp_path / "counted.py"
+    script.write_text("import os, sys\n"
+                      f"with open({str(starts)!r}, 'a') as f:\n"
+                      "    f.write(f'{os.getpid()}\\n')\n"
+                      "os.execv(sys.executable, [sys.executable, '-m', 'dmlconform.harness', '--backend', 'numpy'])\n")
+    return f"{sys.executable} {script}", starts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("same", [True, False], ids=["its-own-program", "another-environment"])
+def test_early_workers_start_their_harness_before_the_setup_and_the_backend_takes_it_over_only_if_it_is_its_own(
+        cases, tmp_path: Path, same: bool) -> None:
+    """Workers started before the pool (the run command's early start) start the program first; the backend takes it
+    over when it is its very program (one start per worker), and otherwise stops it and starts its own, and the
+    cases come out the same either way."""
+    from dmlconform import processes
+    from dmlconform.backends.native import harness_argv
+
+    command, starts = _counted_harness(tmp_path)
+    environment = dict(os.environ) if same else {**os.environ, "DMLCONFORM_TEST_OTHER": "1"}
+    program = processes.EarlyProgram.of(harness_argv(command), environment)
+    early = [processes.WorkerProcess(processes.context(), slot, processes.WORKER_MAIN, program) for slot in range(2)]
+    deadline = time.monotonic() + 30
+    while (not starts.exists() or len(starts.read_text().split()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.05)  # both started before their workers have a setup
+    chosen = [c for c in cases if c.suite == "seed"][:6]
+    pool = WorkerPool(WorkerSetup("native", BackendOptions(harness=command, timeout_s=30), None, 1,
+                                  environment=dict(os.environ)), 2, threading.Event(), 30, early=early)
+    pool.launch()
+    done = run_all(pool, chosen)
+    assert sorted(done) == list(range(len(chosen)))
+    assert {a[0].status for a in done.values()} <= {Status.PASS, Status.INVALID_OK}
+    pids = starts.read_text().split()
+    assert len(pids) == (2 if same else 4)
+    if not same:  # the early ones were stopped, not left running
+        deadline = time.monotonic() + 5
+        while any(alive(int(pid)) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(int(pid)) for pid in pids)
+
+
+def test_early_workers_the_pool_never_took_are_stopped_with_their_programs(tmp_path: Path) -> None:
+    from dmlconform import processes
+    from dmlconform.backends.native import harness_argv
+
+    command, starts = _counted_harness(tmp_path)
+    program = processes.EarlyProgram.of(harness_argv(command), dict(os.environ))
+    early = [processes.WorkerProcess(processes.context(), 0, processes.WORKER_MAIN, program)]
+    deadline = time.monotonic() + 30
+    while not starts.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pool = WorkerPool(WorkerSetup("native", BackendOptions(harness=command, timeout_s=30), None), 1,
+                      threading.Event(), 30, early=early)
+    pool.kill()  # a command that ends (bad input) before its run begins
+    (pid,) = starts.read_text().split()
+    assert not early[0].process.is_alive()
+    deadline = time.monotonic() + 5
+    while alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(int(pid))
