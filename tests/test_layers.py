@@ -37,6 +37,8 @@ KNOWN = frozenset().union(*LAYERS)
 COMMON = "dmlconform.cli.common"
 #: The run engine that `run` and `certify` share (cli/execution.py): not a command.
 ENGINE = "dmlconform.cli.execution"
+#: The run command's early start (cli/early_start.py), which the engine takes over: not a command; it imports none.
+EARLY = "dmlconform.cli.early_start"
 
 
 def module_name(path: Path, package: Path) -> str:
@@ -97,12 +99,13 @@ def upward_imports(package: Path, planted: Mapping[Path, str] = MappingProxyType
 
 
 def allowed(importer: str, imported: str) -> bool:
-    """A command may import the shared modules; the run engine may import `common`; `common` imports none."""
-    if importer == COMMON:
+    """A command may import the shared modules; the run engine may import `common` and the early start; `common` and
+    the early start import none."""
+    if importer in (COMMON, EARLY):
         return False
     if importer == ENGINE:
-        return imported == COMMON
-    return imported in (COMMON, ENGINE)
+        return imported in (COMMON, EARLY)
+    return imported in (COMMON, ENGINE, EARLY)
 
 
 def command_imports(package: Path, planted: Mapping[Path, str] = MappingProxyType({})) -> list[str]:
