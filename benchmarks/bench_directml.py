@@ -41,8 +41,9 @@ trip less the harness's own time, judging).
 
 With --peer=OPTIONS (the = keeps argparse from reading them as its own) the same workload runs once more with those
 program options (the harness's `--buffers-per-case` or `--heap-per-case`, the old ways; the host's `--fresh-heaps`,
-or `--intra-op-threads 0`, ONNX Runtime's default thread pool in every session) at --peer-jobs, and the ratio is
-printed. Every run's per-case results (status, outcome, matched candidate, max ULP, max abs error, output digest)
+or `--intra-op-threads 0`, ONNX Runtime's default thread pool in every session), and with --peer-env K=V in that
+environment (DMLCONFORM_EARLY_START=off: the workers and their harnesses started after the command's imports, the old
+way), at --peer-jobs, and the ratio is printed. Every run's per-case results (status, outcome, matched candidate, max ULP, max abs error, output digest)
 must agree; with --check-outputs the peer run keeps every output (--artifacts-all;
 its wall time then includes writing them) and so does one more, untimed run without --timings, and the outputs must
 be byte-identical. Exit status 1 when results or outputs differ, or when a whole tier misses issue 31's goal (the
@@ -222,7 +223,7 @@ def dmlconform_command() -> list[str]:
 
 
 def dmlconform_run(args: argparse.Namespace, harness: Harness, jobs: int, options: str, timings: Path | None,
-                   folder: Path, keep_outputs: bool) -> tuple[float, float, Path]:
+                   folder: Path, keep_outputs: bool, env: dict[str, str] | None = None) -> tuple[float, float, Path]:
     """One `dmlconform run`, timed from here; returns when it began (Unix time), its wall time and the JSON
     result's path."""
     folder.mkdir(parents=True)
@@ -232,7 +233,8 @@ def dmlconform_run(args: argparse.Namespace, harness: Harness, jobs: int, option
         command += ["--artifacts", str(folder / "outputs"), "--artifacts-all"]
     with open(folder / "stderr.txt", "wb") as stderr:
         began, clock = time.time(), time.perf_counter()
-        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=stderr)
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=stderr,
+                              env={**os.environ, **env} if env else None)
         wall = time.perf_counter() - clock
     if done.returncode not in (0, 1) or not result.exists():
         tail = (folder / "stderr.txt").read_text(errors="replace")[-1500:]
@@ -255,10 +257,10 @@ def read_timings(folder: Path) -> tuple[list[dict[str, object]], list[dict[str, 
 
 
 def measured_run(args: argparse.Namespace, harness: Harness, label: str, jobs: int, options: str, root: Path,
-                 keep_outputs: bool = False, timed_harness: bool = True) -> Run:
+                 keep_outputs: bool = False, timed_harness: bool = True, env: dict[str, str] | None = None) -> Run:
     folder = root / label.replace(" ", "_")
     timings = folder / "timings-%p.jsonl" if timed_harness else None
-    began, wall, result_path = dmlconform_run(args, harness, jobs, options, timings, folder, keep_outputs)
+    began, wall, result_path = dmlconform_run(args, harness, jobs, options, timings, folder, keep_outputs, env)
     document = json.loads(result_path.read_text())
     results = {case["id"]: tuple(case.get(key) for key in COMPARED) for case in document["cases"]}
     artifacts = {case["id"]: case.get("artifacts") or {} for case in document["cases"]}
@@ -596,11 +598,14 @@ def measure(args: argparse.Namespace, jobs: list[int], cpus: int, root: Path, ou
             + ", ".join(f"{n} {s}" for s, n in run.statuses.most_common()))
     best = min(runs, key=lambda r: r.wall_s)
     peer = ours_kept = None
-    if args.peer:
+    if args.peer or args.peer_env:
         peer_jobs = args.peer_jobs or max(jobs)
-        peer = measured_run(args, harness, "peer", peer_jobs, args.peer, root, keep_outputs=args.check_outputs)
+        peer_env = dict(entry.split("=", 1) for entry in args.peer_env)
+        peer = measured_run(args, harness, "peer", peer_jobs, args.peer, root, keep_outputs=args.check_outputs,
+                            env=peer_env)
         same = next((r for r in runs if r.jobs == peer_jobs), None)
-        say("", f"peer: the {program(peer)} with {args.peer}, jobs {peer_jobs}: {peer.wall_s:.2f} s, "
+        called = " ".join([*(args.peer.split() if args.peer else []), *args.peer_env])
+        say("", f"peer: the {program(peer)} with {called}, jobs {peer_jobs}: {peer.wall_s:.2f} s, "
             f"{peer.rate:.1f} cases/s" + (" (keeping every output)" if args.check_outputs else "")
             + (f"; this {program(peer)} at jobs {peer_jobs} is {peer.wall_s / same.wall_s:.1f}x faster" if same
                else ""))
@@ -658,6 +663,8 @@ def main() -> int:
     parser.add_argument("--peer", default="", metavar="OPTIONS", help="program options of a peer run "
                         "(--buffers-per-case or --heap-per-case for the harness, --fresh-heaps or "
                         "'--intra-op-threads 0' for the host)")
+    parser.add_argument("--peer-env", action="append", default=[], metavar="K=V", help="environment of the peer run "
+                        "(DMLCONFORM_EARLY_START=off: the harnesses started after the command's imports)")
     parser.add_argument("--peer-jobs", type=int, help="--jobs of the peer run (default: the largest measured)")
     parser.add_argument("--check-outputs", action="store_true", help="compare every output with the peer's")
     parser.add_argument("--starts", type=int, default=3, help="harness starts timed in this process")
@@ -666,8 +673,10 @@ def main() -> int:
     parser.add_argument("--report-dir", type=Path, help="keep the report, each run's result and timings here "
                         "(compressed; about 2 MB a run)")
     args = parser.parse_args()
-    if args.check_outputs and not args.peer:
-        parser.error("--check-outputs compares with the peer: give --peer=OPTIONS")
+    if args.check_outputs and not (args.peer or args.peer_env):
+        parser.error("--check-outputs compares with the peer: give --peer=OPTIONS or --peer-env K=V")
+    if any("=" not in entry for entry in args.peer_env):
+        parser.error("--peer-env takes KEY=VALUE")
     cpus = os.cpu_count() or 1
     jobs = args.jobs or [j for j in (1, 2, 4, 8, 16) if j <= cpus]
     root = Path(tempfile.mkdtemp(prefix="bench_directml."))

@@ -22,6 +22,9 @@ from dmlconform.directml.start import Device, ProgramStart, StartError, harness_
 from dmlconform.directml.wine import WineUnavailable, prepare_prefix
 
 BACKEND = "directml"
+#: DMLCONFORM_EARLY_START=off: workers start after the command's imports, as other backends' do (the benchmark's
+#: peer; a way round should the early start ever be in the way).
+SWITCH = "DMLCONFORM_EARLY_START"
 #: The options the harness's start is worked out from (BackendOptions' fields of those names).
 START_OPTIONS = ("harness", "directml", "directml_version", "adapter", "warp", "program_options")
 
@@ -49,10 +52,15 @@ class EarlyStart:
             worker.kill()
 
 
+def wanted(backend_name: str) -> bool:
+    return backend_name == BACKEND and os.environ.get(SWITCH, "").lower() != "off"
+
+
 def start_early(backend_name: str, jobs: int, options: dict[str, Any]) -> EarlyStart | None:
     """The early start of `jobs` workers (0: one per CPU), each starting the directml backend's harness; None for
-    another backend, or when the start cannot be worked out here (the ordinary path then says why)."""
-    if backend_name != BACKEND or options.get("harness"):
+    another backend, with DMLCONFORM_EARLY_START=off, or when the start cannot be worked out here (the ordinary path
+    then says why)."""
+    if not wanted(backend_name) or options.get("harness"):
         return None
     start_options = {name: options.get(name) for name in START_OPTIONS}
     start_options["program_options"] = tuple(start_options["program_options"] or ())

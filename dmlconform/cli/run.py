@@ -106,12 +106,12 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
     Exit status: 0 every case came out as expected, 1 one did not, 2 unusable input or usage,
     130/143 stopped by SIGINT/SIGTERM (the reports are still written, with the rest NOT_RUN)."""
     arguments = dict(locals())
-    from dmlconform.cli.early_start import start_early
+    from dmlconform.cli.early_start import start_early, wanted
     from dmlconform.processes import start_fork_server
 
     # The workers' fork server starts while this command imports; for the directml backend a bare one, whose
     # workers start their harnesses at once (cli/early_start.py) and import while the devices come up.
-    start_fork_server(light=backend_name == "directml")
+    start_fork_server(light=wanted(backend_name))
     early = start_early(backend_name, jobs, arguments)
     from dmlconform.cli.execution import StopRequest
 

@@ -22,6 +22,14 @@ def test_only_the_directml_backend_without_a_harness_of_ones_own_starts_early() 
     assert early_start.start_early("directml", 2, {**OPTIONS, "harness": "my-harness"}) is None
 
 
+def test_the_switch_turns_the_early_start_off(monkeypatch) -> None:
+    monkeypatch.setenv(early_start.SWITCH, "off")
+    assert not early_start.wanted("directml")
+    assert early_start.start_early("directml", 2, OPTIONS) is None
+    monkeypatch.setenv(early_start.SWITCH, "")
+    assert early_start.wanted("directml") and not early_start.wanted("numpy")
+
+
 def test_a_start_that_cannot_be_worked_out_early_is_left_to_the_ordinary_path(tmp_path: Path) -> None:
     """No worker starts; the run then says why in its own words (the ordinary path's one line)."""
     assert early_start.start_early("directml", 2, {**OPTIONS, "directml": str(tmp_path / "nowhere.dll")}) is None
