@@ -181,6 +181,26 @@ def test_bound_ranks_an_element_that_should_be_exact_first():
 def test_bound_needs_accumulation_data():
     with pytest.raises(ValueError, match="accumulation"):
         judge(f32(1.0), f32(2.0), F32, Tolerance.bound(), None)
+    with pytest.raises(ValueError, match="accumulation"):
+        judge(f32(1.0), f32(2.0), F32, Tolerance.bound(), accumulation_of=lambda: None)
+
+
+def test_bound_asks_for_its_accumulation_data_only_where_some_bits_differ():
+    """Computing the reference is most of what judging costs: identical outputs never ask for it, and data asked
+    for judges exactly as data given."""
+    asked: list[int] = []
+    accumulation = Accumulation(np.array([1.0, 2.0]), np.array([1.0, 2.0]), np.array([1, 1]), 0)
+
+    def accumulation_of():
+        asked.append(1)
+        return accumulation
+
+    same = judge(f32(1.0, 2.0), f32(1.0, 2.0), F32, Tolerance.bound(), accumulation_of=accumulation_of)
+    assert same.passed and asked == []
+    off = f32(1.0, float(np.nextafter(np.float32(2.0), np.float32(3.0))))
+    deferred = judge(f32(1.0, 2.0), off, F32, Tolerance.bound(), accumulation_of=accumulation_of)
+    assert asked == [1] and not deferred.passed
+    assert deferred == judge(f32(1.0, 2.0), off, F32, Tolerance.bound(), accumulation)
 
 
 def test_worst_elements_are_ordered_worst_first():
