@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -64,9 +65,10 @@ class Case:
     def rank(self) -> int:
         return self.description.output.rank
 
-    @property
+    @cached_property
     def required_level(self) -> FeatureLevel:
-        """Lowest level whose table admits this case; a negative case is required where its op starts."""
+        """Lowest level whose table admits this case; a negative case is required where its op starts. Worked out
+        once: a description does not change."""
         if self.expect_invalid:
             return self.op.introduced
         level = self.op.required_level(self.description)
