@@ -12,9 +12,12 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from importlib import metadata
+from typing import TYPE_CHECKING
 
 from dmlconform.backends.base import Backend, BackendOptions
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 Factory = Callable[[BackendOptions], Backend]
 
@@ -46,6 +49,8 @@ class PluginError(RuntimeError):
 
 
 def _plugin_entry_points() -> list[metadata.EntryPoint]:
+    from importlib import metadata  # a tenth of a second's import that only plugin lookups need
+
     return sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: (ep.name, ep.value))
 
 

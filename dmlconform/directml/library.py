@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -555,9 +554,11 @@ def installed_directml() -> tuple[Path, str] | None:
     dll = Path(next(iter(spec.submodule_search_locations))) / "capi" / DIRECTML_DLL
     if not dll.is_file():
         return None  # onnxruntime without DirectML (the CPU or CUDA build)
+    from importlib import metadata  # only here: the import is a tenth of a second on slow machines
+
     try:
-        installed_version = importlib.metadata.version(PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
+        installed_version = metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
         installed_version = "of unknown version"
     return dll, installed_version
 
