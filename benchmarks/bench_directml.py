@@ -35,6 +35,10 @@ of their own on the EP's queue). From these:
   the rest (interpreter and Wine start, loading, handshake, reports, workers idle at the end).
 * a timeline of the first run, the GPU's share of its submission phase, and per-operator times.
 
+With --warm-up-run the workload runs once before them, timed and reported on its own line: the first run on a
+machine compiles every pipeline (CompileOperator ~0.5 ms a request on the H100), which the GPU driver keeps in its
+shader cache for every later run there.
+
 Harness mode then times, in this process, harness starts (`--starts`: Wine, device creation, handshake, the first
 case) and a sample of cases run one at a time through the native backend as a worker runs them (encoding, the round
 trip less the harness's own time, judging).
@@ -43,9 +47,9 @@ With --peer=OPTIONS (the = keeps argparse from reading them as its own) the same
 program options (the harness's `--buffers-per-case` or `--heap-per-case`, the old ways; the host's `--fresh-heaps`,
 or `--intra-op-threads 0`, ONNX Runtime's default thread pool in every session), and with --peer-env K=V in that
 environment (DMLCONFORM_EARLY_START=off: the workers and their harnesses started after the command's imports, the old
-way), at --peer-jobs, and the ratio is printed. Every run's per-case results (status, outcome, matched candidate, max ULP, max abs error, output digest)
-must agree; with --check-outputs the peer run keeps every output (--artifacts-all;
-its wall time then includes writing them) and so does one more, untimed run without --timings, and the outputs must
+way), at --peer-jobs, and the ratio is printed. Every run's per-case results (status, outcome, matched candidate,
+max ULP, max abs error, output digest) must agree; with --check-outputs the peer run keeps every output
+(--artifacts-all; its wall time then includes writing them) and so does one more, untimed run without --timings, and the outputs must
 be byte-identical. Exit status 1 when results or outputs differ, or when a whole tier misses issue 31's goal (the
 harness: the standard tier in 3 s on lavapipe, 2 s on a GPU, the full tier in 6 s on a GPU; the EP: the standard
 tier in 300 s on lavapipe, 15 s on a GPU; at the best --jobs).
@@ -572,6 +576,14 @@ def keep(root: Path, report_dir: Path, text: str) -> None:
             shutil.copyfileobj(plain, packed)
 
 
+def cold_run_line(run: Run) -> str:
+    """The warm-up run: the workload's first on this machine, which fills the GPU driver's shader cache."""
+    compile_ms = seconds(run.requests, "compile") / max(len(run.requests), 1) * 1000
+    return (f"warm-up run (timed, not among the runs below): {run.wall_s:.2f} s at jobs {run.jobs}, CompileOperator "
+            f"{compile_ms:.2f} ms a request; the driver's shader cache it fills is what every later run on this "
+            "machine finds")
+
+
 def measure(args: argparse.Namespace, jobs: list[int], cpus: int, root: Path, out: list[str]) -> int:
     """Every run and measurement; the report's lines are printed and collected in `out`."""
 
@@ -588,6 +600,8 @@ def measure(args: argparse.Namespace, jobs: list[int], cpus: int, root: Path, ou
         f"{f' -k {shlex.quote(args.k)}' if args.k else ''} {what}, {len(cases)} cases; "
         f"{'host' if args.ep else 'harness'} {harness.label}",
         f"machine: {cpus} CPUs, load average {os.getloadavg()[0]:.1f} at the start", warm_up(args, harness))
+    if args.warm_up_run:
+        say(cold_run_line(measured_run(args, harness, "cold", max(jobs), "", root)))
     runs = [measured_run(args, harness, f"jobs {j}", j, "", root) for j in jobs]
     say(f"device: {runs[0].device}", "",
         f"{'jobs':>4} {'wall s':>8} {'cases/s':>8} {'x j=1':>6} {'x limit':>8} {'starts':>6}  results")
@@ -667,6 +681,9 @@ def main() -> int:
                         "(DMLCONFORM_EARLY_START=off: the harnesses started after the command's imports)")
     parser.add_argument("--peer-jobs", type=int, help="--jobs of the peer run (default: the largest measured)")
     parser.add_argument("--check-outputs", action="store_true", help="compare every output with the peer's")
+    parser.add_argument("--warm-up-run", action="store_true", help="run the workload once before the measured runs "
+                        "(timed and reported apart): the GPU driver's shader cache is then filled, as by any earlier "
+                        "run on the machine")
     parser.add_argument("--starts", type=int, default=3, help="harness starts timed in this process")
     parser.add_argument("--sample", type=int, default=200, help="cases of the Python-side measurement")
     parser.add_argument("--timeout", type=float, default=300.0, help="dmlconform run --timeout")
