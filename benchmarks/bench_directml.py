@@ -46,13 +46,13 @@ trip less the harness's own time, judging).
 With --peer=OPTIONS (the = keeps argparse from reading them as its own) the same workload runs once more with those
 program options (the harness's `--buffers-per-case` or `--heap-per-case`, the old ways; the host's `--fresh-heaps`,
 or `--intra-op-threads 0`, ONNX Runtime's default thread pool in every session), and with --peer-env K=V in that
-environment (DMLCONFORM_EARLY_START=off: the workers and their harnesses started after the command's imports, the old
-way), at --peer-jobs, and the ratio is printed. Every run's per-case results (status, outcome, matched candidate,
-max ULP, max abs error, output digest) must agree; with --check-outputs the peer run keeps every output
-(--artifacts-all; its wall time then includes writing them) and so does one more, untimed run without --timings, and the outputs must
-be byte-identical. Exit status 1 when results or outputs differ, or when a whole tier misses issue 31's goal (the
-harness: the standard tier in 3 s on lavapipe, 2 s on a GPU, the full tier in 6 s on a GPU; the EP: the standard
-tier in 300 s on lavapipe, 15 s on a GPU; at the best --jobs).
+environment (DMLCONFORM_EARLY_START=off: the workers and their harnesses started after the command's imports, the
+old way), at --peer-jobs, and the ratio is printed. Every run's per-case results (status, outcome, matched
+candidate, max ULP, max abs error, output digest) must agree; with --check-outputs the peer run keeps every output
+(--artifacts-all; its wall time then includes writing them) and so does one more, untimed run without --timings, and
+the outputs must be byte-identical. Exit status 1 when results or outputs differ, or when a whole tier misses issue
+31's goal (the harness: the standard tier in 3 s on lavapipe, 2 s on a GPU, the full tier in 6 s on a GPU; the EP:
+the standard tier in 300 s on lavapipe, 15 s on a GPU; at the best --jobs).
 """
 
 from __future__ import annotations
