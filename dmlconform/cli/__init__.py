@@ -4,36 +4,42 @@ show, repro, report, generate, coverage, certify, verify, doctor, fetch, matrix,
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from dmlconform import __version__
-from dmlconform.cli.certify import certify
 from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, bundled_suites
-from dmlconform.cli.coverage import coverage
-from dmlconform.cli.crosscheck import crosscheck
-from dmlconform.cli.diff import diff
-from dmlconform.cli.doctor import doctor
-from dmlconform.cli.fetch import fetch
-from dmlconform.cli.generate import generate
-from dmlconform.cli.history import history
-from dmlconform.cli.listing import backends, list_cases, ops
-from dmlconform.cli.matrix import matrix
-from dmlconform.cli.merge import merge
-from dmlconform.cli.report import report
-from dmlconform.cli.repro import repro
-from dmlconform.cli.run import run
-from dmlconform.cli.show import show
-from dmlconform.cli.verify import verify
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "bundled_suites", "main"]
 
+#: Each command's name, module (in cli/) and function (help lists them by name): a command is imported when it
+#: runs (or help lists it), so that each pays for its own imports only (`run --backend directml` starts its harnesses
+#: before its heavy imports; cli/early_start.py).
+COMMANDS = (("run", "run", "run"), ("merge", "merge", "merge"), ("crosscheck", "crosscheck", "crosscheck"),
+            ("list", "listing", "list_cases"), ("ops", "listing", "ops"), ("backends", "listing", "backends"),
+            ("diff", "diff", "diff"), ("show", "show", "show"), ("repro", "repro", "repro"),
+            ("report", "report", "report"), ("generate", "generate", "generate"), ("coverage", "coverage", "coverage"),
+            ("certify", "certify", "certify"), ("verify", "verify", "verify"), ("doctor", "doctor", "doctor"),
+            ("fetch", "fetch", "fetch"), ("matrix", "matrix", "matrix"), ("history", "history", "history"))
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _Commands(click.Group):
+    """The command group, importing a command's module when the command is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name, _, _ in COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = next(((module, function) for name, module, function in COMMANDS if name == cmd_name), None)
+        if found is None:
+            return None
+        command = getattr(importlib.import_module(f"dmlconform.cli.{found[0]}"), found[1])
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dmlconform")
 def main() -> None:
     """Conformance tests for DirectML gradient operators."""
-
-
-for _command in (run, merge, crosscheck, list_cases, ops, backends, diff, show, repro, report, generate,
-                 coverage, certify, verify, doctor, fetch, matrix, history):
-    main.add_command(_command)

@@ -115,3 +115,30 @@ def _has_mix() -> bool:
 
 def test_bundled_suites_path_points_at_the_vectors():
     assert Path(bundled_suites(), "seed", "seed_examples.yaml").is_file()
+
+
+def test_every_command_module_s_command_is_in_the_group_which_imports_it_only_when_asked_for() -> None:
+    """cli/__init__.py names each command (so that a command imports only its own module); a command defined in a
+    module and missing there could never be run."""
+    import importlib
+    import pkgutil
+    import subprocess
+    import sys
+
+    import click
+
+    from dmlconform import cli
+
+    defined = set()
+    for info in pkgutil.iter_modules(cli.__path__):
+        module = importlib.import_module(f"dmlconform.cli.{info.name}")
+        commands = {name: value for name, value in vars(module).items() if isinstance(value, click.Command)
+                    and getattr(value.callback, "__module__", None) == module.__name__}
+        grouped = {id(sub) for value in commands.values() if isinstance(value, click.Group)
+                   for sub in value.commands.values()}
+        defined |= {(info.name, name) for name, value in commands.items() if id(value) not in grouped}
+    assert defined == {(module, function) for _, module, function in cli.COMMANDS}
+    assert all(cli.main.get_command(click.Context(cli.main), name).name == name for name, _, _ in cli.COMMANDS)
+    code = "import sys, dmlconform.cli; print(sorted(m for m in sys.modules if m.startswith('dmlconform.cli.')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['dmlconform.cli.common']"
