@@ -55,6 +55,7 @@ def start_fork_server(light: bool = False) -> None:
 #: imports it only after it has started its early program.
 WORKER_MAIN = "dmlconform.runner.pool:serve_worker"
 
+
 @dataclass(frozen=True)
 class EarlyProgram:
     """A program a worker process starts first thing, before it imports the runner or has its setup (`worker_entry`):

@@ -10,20 +10,15 @@ garbage costs one case. Result documents name the DLL's version, digest and wher
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 
 from dmlconform.backends import register
 from dmlconform.backends.base import BackendInfo, BackendOptions
 from dmlconform.backends.native import HarnessStartError, NativeBackend
-from dmlconform.directml.start import Device, ProgramStart, StartError, harness_start
+from dmlconform.directml.start import Device, ProgramStart, StartError, harness_start, log
 from dmlconform.directml.wine import WineUnavailable, device_hint
 
 NAME = "directml"
-
-
-def _log(line: str) -> None:
-    print(f"dmlconform: {line}", file=sys.stderr)
 
 
 class DirectMLBackend(NativeBackend):
@@ -53,7 +48,7 @@ def _start(options: BackendOptions) -> ProgramStart:
     if isinstance(options.prepared, ProgramStart):
         return options.prepared
     try:
-        return harness_start(options.directml, options.directml_version, device_for(options), _log,
+        return harness_start(options.directml, options.directml_version, device_for(options), log,
                              options.program_options)
     except (StartError, WineUnavailable) as exc:
         raise RuntimeError(str(exc)) from None
@@ -89,6 +84,6 @@ def prepare_wine(options: BackendOptions | None = None) -> None:
         except (DirectMLNotFound, ValueError) as exc:
             raise RuntimeError(str(exc)) from None
     try:
-        prepare_prefix(_log)
+        prepare_prefix(log)
     except WineUnavailable as exc:
         raise RuntimeError(str(exc)) from None

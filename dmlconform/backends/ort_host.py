@@ -199,13 +199,13 @@ class HostRunner:
 def packaged_start(options: BackendOptions) -> ProgramStart:
     """How to start the host this package carries for these options (directml/start.py); RuntimeError, one line, when
     it cannot be. `backends.prepare` works it out once per command (options.prepared)."""
-    from dmlconform.directml.start import Device, StartError, host_start
+    from dmlconform.directml.start import Device, StartError, host_start, log
     from dmlconform.directml.wine import WineUnavailable
 
     try:
         return host_start(_host_ep(options.ep), options.directml, options.directml_version,
                           Device.parse(options.adapter, options.warp),
-                          lambda line: print(f"dmlconform: {line}", file=sys.stderr), options.session_config,
+                          log, options.session_config,
                           options.program_options)
     except (StartError, WineUnavailable) as exc:
         raise RuntimeError(str(exc)) from None

@@ -12,13 +12,12 @@ start (processes.EarlyProgram.matches). Anything that goes wrong here is left to
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from dmlconform import processes
 from dmlconform.directml.library import DirectMLNotFound
-from dmlconform.directml.start import Device, ProgramStart, StartError, harness_start
+from dmlconform.directml.start import Device, ProgramStart, StartError, harness_start, log
 from dmlconform.directml.wine import WineUnavailable, prepare_prefix
 
 BACKEND = "directml"
@@ -67,9 +66,9 @@ def start_early(backend_name: str, jobs: int, options: dict[str, Any]) -> EarlyS
     start_options["warp"] = bool(start_options["warp"])
     try:
         device = Device.parse(start_options["adapter"], start_options["warp"])
-        start = harness_start(start_options["directml"], start_options["directml_version"], device, _log,
+        start = harness_start(start_options["directml"], start_options["directml_version"], device, log,
                               start_options["program_options"])
-        prepare_prefix(_log)
+        prepare_prefix(log)
     except (StartError, WineUnavailable, DirectMLNotFound, ValueError, RuntimeError, OSError):
         return None
     launch = start.launch
@@ -85,7 +84,3 @@ def start_early(backend_name: str, jobs: int, options: dict[str, Any]) -> EarlyS
         early.discard()
         return None
     return early
-
-
-def _log(line: str) -> None:
-    print(f"dmlconform: {line}", file=sys.stderr)

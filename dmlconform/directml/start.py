@@ -60,6 +60,11 @@ class ProgramStart:
     facts: Mapping[str, str] = field(default_factory=dict)
 
 
+def log(line: str) -> None:
+    """How a program's start reports what it does (fetching, making the Wine prefix): a line on stderr."""
+    print(f"dmlconform: {line}", file=sys.stderr)
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

@@ -194,7 +194,7 @@ class _Worker:
     def __init__(self, process: processes.WorkerProcess, setup: WorkerSetup) -> None:
         self.slot = process.slot
         self.worker = process
-        self.process, self.conn, self.lifeline = process.process, process.conn, process.lifeline
+        self.process, self.conn = process.process, process.conn
         self.conn.send(setup)
         #: Cases sent and not yet answered, in order; the first is the one running.
         self.tasks: deque[tuple[int, Case]] = deque()
