@@ -388,13 +388,22 @@ def gpu_lines(run: Run) -> list[str]:
              "(the rest: submission, fence wait, Wine/vkd3d" + (", ONNX Runtime" if run.kind == "ep" else "") + ")"]
     if run.kind == "ep":
         created = [r for r in run.requests if r.get("session_created")]
-        heaps = max((r for r in run.requests if isinstance(r.get("heaps_created"), int)),
-                    key=lambda r: int(r["heaps_created"]) + int(r["heaps_reused"]), default=None)
         lines.append(f"sessions created for {len(created)} of {len(run.requests)} requests, "
                      f"{seconds(created, 'session') / max(len(created), 1) * 1000:.1f} ms each"
-                     + (f"; descriptor heaps (one host): {heaps['heaps_created']} made, {heaps['heaps_reused']} "
-                        "handed out again" if heaps else ""))
+                     + pool_counts(run.requests, "heaps", "descriptor heaps")
+                     + pool_counts(run.requests, "buffers", "committed buffers"))
     return lines
+
+
+def pool_counts(requests: list[dict[str, object]], key: str, what: str) -> str:
+    """What the host's pool of `key` (heaps, buffers) did in the host that handled the most requests for it (the
+    counts are the process's, so far); "" when the host reports none."""
+    made, again = f"{key}_created", f"{key}_reused"
+    counted = [r for r in requests if isinstance(r.get(made), int) and isinstance(r.get(again), int)]
+    if not counted:
+        return ""
+    most = max(counted, key=lambda r: int(r[made]) + int(r[again]))  # type: ignore[call-overload]
+    return f"; {what} (one host): {most[made]} made, {most[again]} handed out again"
 
 
 def operator_of(record: dict[str, object]) -> str:

@@ -130,6 +130,10 @@ def test_host_timings_split_the_worker_time_and_count_only_the_runs_as_gpu_work(
     assert sum(parts.values()) == pytest.approx(2.0)
     assert bench.physical_limit(run) == pytest.approx(0.4 + 400e-6)  # session brackets are CPU time: not counted
     assert [line.split()[0] for line in bench.operator_lines(run)[1:]] == ["relu_grad", "slice_grad"]
+    sessions = bench.gpu_lines(run)[1]
+    assert sessions.endswith("descriptor heaps (one host): 2 made, 4 handed out again")  # no buffer counts: no part
+    requests[1] |= {"buffers_created": 9, "buffers_reused": 30}
+    assert bench.gpu_lines(run)[1].endswith("; committed buffers (one host): 9 made, 30 handed out again")
 
 
 def test_each_run_is_the_command_a_user_runs(bench: ModuleType, tmp_path: Path) -> None:

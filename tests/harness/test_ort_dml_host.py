@@ -156,35 +156,45 @@ def test_a_session_past_the_timeout_kills_the_host_and_the_next_case_gets_a_fres
     assert dml.client.restarts == restarts + 1
 
 
-def test_released_heaps_go_to_the_next_sessions_and_give_what_fresh_heaps_give(host: str, tmp_path: Path) -> None:
-    """Under Wine the host hands the shader-visible descriptor heaps a session released to the next sessions
-    (heap_pool.h): three sessions make the heaps of the first only, and their outputs are those of hosts that make
-    every heap afresh (--fresh-heaps). --timings writes a line per request, the GPU's own time of the run in it."""
+def test_released_heaps_and_buffers_go_to_the_next_sessions_and_give_what_fresh_ones_give(host: str,
+                                                                                        tmp_path: Path) -> None:
+    """Under Wine the host hands the shader-visible descriptor heaps (heap_pool.h) and the committed buffers
+    (buffer_pool.h) a session released to the next sessions: three sessions make the heaps of the first only and
+    reuse buffers, and their outputs are those of a host that makes every heap and buffer afresh (--fresh-heaps
+    --fresh-buffers). --timings writes a line per request, the GPU's own time of the run in it."""
     import json
 
     from dmlconform.directml.wine import windows_path
 
     cases = [relu_case(f"relu{size}", size) for size in (4, 6, 9)]
-    outputs, lines = {}, {}
-    for option in ("", " --fresh-heaps"):
+    fresh_option = " --fresh-heaps --fresh-buffers"
+    outputs, lines, extra = {}, {}, {}
+    for option in ("", fresh_option):
         timings = tmp_path / f"t{len(outputs)}-%p.jsonl"
         runner = HostRunner.start(f"{host}{option} --timings {shlex.quote(windows_path(timings))}", "dml", TIMEOUT_S)
         try:
-            pool = runner.hello.extra["descriptor_heap_pool"]
+            extra[option] = runner.hello.extra
             outputs[option] = [run_graph(runner, case) for case in cases]
         finally:
             runner.close()
-        assert pool.startswith("off (--fresh-heaps)" if option else "shader-visible heaps handed out again"), pool
         (path,) = tmp_path.glob(f"t{len(lines)}-*.jsonl")
         lines[option] = [json.loads(line) for line in path.read_text().splitlines()][1:]
+    assert extra[""]["descriptor_heap_pool"].startswith("shader-visible heaps handed out again")
+    assert extra[""]["buffer_pool"].startswith("committed buffers handed out again")
+    assert extra[fresh_option]["descriptor_heap_pool"] == "off (--fresh-heaps)"
+    assert extra[fresh_option]["buffer_pool"] == "off (--fresh-buffers)"
     assert [o.kind for o in outputs[""]] == [OutcomeKind.OUTPUTS] * 3
-    for pooled, fresh in zip(outputs[""], outputs[" --fresh-heaps"], strict=True):
+    for pooled, fresh in zip(outputs[""], outputs[fresh_option], strict=True):
         assert pooled.outputs["OutputGradientTensor"].tobytes() == fresh.outputs["OutputGradientTensor"].tobytes()
-    pooled, fresh = lines[""], lines[" --fresh-heaps"]
+    pooled, fresh = lines[""], lines[fresh_option]
     assert [r["session_created"] for r in pooled] == [True] * 3 and all(r["gpu_run"] is not None for r in pooled)
     first = pooled[0]["heaps_created"]
     assert first >= 1 and pooled[2]["heaps_created"] == first and pooled[2]["heaps_reused"] >= 2 * first
-    assert fresh[2]["heaps_created"] == fresh[2]["heaps_reused"] == 0
+    # Each session asks for as many buffers as the first did; those it gets again are not made.
+    made, asked = pooled[0]["buffers_created"], pooled[0]["buffers_created"] + pooled[0]["buffers_reused"]
+    assert made >= 1 and pooled[2]["buffers_reused"] >= asked and pooled[2]["buffers_created"] < 3 * made
+    for key in ("heaps_created", "heaps_reused", "buffers_created", "buffers_reused", "buffers_freed"):
+        assert fresh[2][key] == 0, key
 
 
 def test_sessions_have_one_intra_op_thread_and_give_what_onnx_runtimes_default_pool_gives(dml: HostRunner,

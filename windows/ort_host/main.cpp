@@ -4,7 +4,7 @@
 //
 //   ort_dml_host.exe [--ep dml|cpu] [--onnxruntime PATH] [--dml PATH] [--adapter N | --warp] [--debug-layer]
 //                    [--any-ort-version] [--session-config K=V] [--timings FILE] [--intra-op-threads N]
-//                    [--fresh-heaps] [--verbose]
+//                    [--fresh-heaps] [--fresh-buffers] [--verbose]
 //
 // onnxruntime.dll (from the onnxruntime-directml wheel, with onnxruntime_providers_shared.dll and DirectML.dll
 // beside it) is loaded at run time; the part of its C API used is declared in ort_api.h. With --ep dml the host
@@ -17,7 +17,9 @@
 // One session is kept (the last model's): a DML EP session held ~3 GB of lavapipe's host-backed memory, so
 // sessions are released as soon as another model comes. Each reply carries the process's working set so that the
 // runner can restart the host when memory grows anyway. Under Wine the shader-visible descriptor heaps sessions
-// release are handed to the next sessions (heap_pool.h): making them was nearly all of a session's cost on lavapipe.
+// release are handed to the next sessions (heap_pool.h): making them was nearly all of a session's cost on lavapipe;
+// so are the committed buffers they release (buffer_pool.h): on NVIDIA's driver each allocation, free, map and unmap
+// takes a lock every process on the GPU shares.
 // Sessions get one intra-op thread (no thread pool) on every EP: ONNX Runtime's default pool, a thread per physical
 // core made and torn down with each session, costs more than the rest of the session with many cores (session.cpp).
 //

@@ -20,6 +20,8 @@ static const char kUsage[] =
     "                          0 ONNX Runtime's default, a thread per physical core made with every session\n"
     "  --fresh-heaps           every shader-visible descriptor heap the EP asks for made afresh, instead of\n"
     "                          handing out again those earlier sessions released (under Wine; for comparison)\n"
+    "  --fresh-buffers         every committed buffer the EP asks for made afresh, instead of handing out\n"
+    "                          again those earlier sessions released (under Wine; for comparison)\n"
     "  --verbose               ONNX Runtime's log and every request on stderr\n"
     "the device (--ep dml):\n";
 
@@ -64,6 +66,8 @@ bool parse_options(int argc, char** argv, Options& o) {
             o.intra_op_threads = int(n);
         } else if (a == "--fresh-heaps") {
             o.fresh_heaps = true;
+        } else if (a == "--fresh-buffers") {
+            o.fresh_buffers = true;
         } else if (a == "--verbose") {
             o.verbose = true;
         } else {

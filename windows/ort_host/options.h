@@ -20,6 +20,7 @@ struct Options {
     // session (the old way, for comparison: session.cpp says what it cost).
     int intra_op_threads = 1;
     bool fresh_heaps = false;  // --fresh-heaps: no descriptor heap pool (heap_pool.h; the old way, for comparison)
+    bool fresh_buffers = false;  // --fresh-buffers: no committed buffer pool (buffer_pool.h; for comparison)
 };
 
 // False (logged, usage on stderr for an unknown option) when the command line cannot be used.

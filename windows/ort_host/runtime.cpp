@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "buffer_pool.h"
 #include "heap_pool.h"
 #include "protocol.h"
 
@@ -117,10 +118,11 @@ std::string init_runtime(Runtime& rt) {
     if (rt.dml()) {
         err = dmlh::create_dml_device(rt.device, rt.opt.device);
         if (!err.empty()) return err;
-        // Only under Wine, where a heap is what costs (heap_pool.h): on Windows the D3D12 runtime's device is not
-        // patched.
+        // Only under Wine, where heaps and buffers are what cost (heap_pool.h, buffer_pool.h): on Windows the D3D12
+        // runtime's device is not patched.
+        const bool wine = !dmlh::wine_version().empty();
         std::string pool = "off (--fresh-heaps)";
-        if (dmlh::wine_version().empty()) {
+        if (!wine) {
             pool = "off (not under Wine)";
         } else if (!rt.opt.fresh_heaps) {
             std::string why = install_heap_pool(rt.device.d3d.get());
@@ -129,6 +131,16 @@ std::string init_runtime(Runtime& rt) {
                                : "off (" + why + ")";
         }
         rt.extra.emplace_back("descriptor_heap_pool", pool);
+        std::string buffers = "off (--fresh-buffers)";
+        if (!wine) {
+            buffers = "off (not under Wine)";
+        } else if (!rt.opt.fresh_buffers) {
+            std::string why = install_buffer_pool(rt.device.d3d.get());
+            buffers = why.empty() ? "committed buffers handed out again once released, to a request for the same "
+                                    "buffer (ID3D12Device::CreateCommittedResource hooked)"
+                                  : "off (" + why + ")";
+        }
+        rt.extra.emplace_back("buffer_pool", buffers);
     }
     rt.extra.emplace_back("onnxruntime_dll", rt.ort_path);
     if (!rt.ort_file_version.empty()) rt.extra.emplace_back("onnxruntime_file_version", rt.ort_file_version);

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "buffer_pool.h"
 #include "heap_pool.h"
 #include "protocol.h"
 
@@ -111,6 +112,9 @@ void HostTimer::end_request(const std::string& id) {
     for (int p = 0; p < kHostPhaseCount; p++) line += strf(",\"%s\":%.1f", kNames[p], us[p]);
     const HeapPoolCounts heaps = heap_pool_counts();  // so far, in the whole process
     line += strf(",\"heaps_created\":%llu,\"heaps_reused\":%llu", heaps.created, heaps.reused);
+    const BufferPoolCounts buffers = buffer_pool_counts();
+    line += strf(",\"buffers_created\":%llu,\"buffers_reused\":%llu,\"buffers_freed\":%llu", buffers.created,
+                 buffers.reused, buffers.freed);
     UINT64 ticks[4] = {};
     void* mapped = nullptr;
     D3D12_RANGE range = {0, sizeof ticks};

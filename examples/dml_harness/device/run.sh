@@ -43,7 +43,7 @@ for archive in "$bundle"/cache-*.tar.xz; do
     [ -f "$mark" ] || { tar -C /opt/dmlconform-cache -xJf "$archive" && touch "$mark"; }
 done
 export LD_LIBRARY_PATH=/opt/wlibs-active${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH="$venv/bin:$PATH" WINE=/usr/lib/wine/wine64 DMLCONFORM_WINE_PREFIX=/opt/wineprefix
+export PATH="$venv/bin:$PATH" WINE=/usr/lib/wine/wine64 DMLCONFORM_WINE_PREFIX=${DMLCONFORM_WINE_PREFIX:-/opt/wineprefix}
 export DMLCONFORM_CACHE=/opt/dmlconform-cache
 # NVIDIA's Vulkan driver manifest where this machine keeps it, for `--adapter nvidia` (the package looks in the
 # standard folders and in /usr/local/nvidia's).
