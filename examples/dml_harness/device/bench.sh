@@ -2,9 +2,10 @@
 # The speed figures of issue 31 on the GPU machine, through the bundle's wheel (../../../benchmarks/bench_directml.py):
 # the DirectML harness on the standard tier at several --jobs after one warm-up run (the driver's shader cache
 # filled, as by any earlier run; the warm-up timed on its own line), with the harnesses started after the command's
-# imports (DMLCONFORM_EARLY_START=off) as the peer (outputs compared); the DirectML EP with the host's
-# committed buffers made afresh for each session (--fresh-buffers) as the peer (outputs compared); the harness on the full tier; then the standard tier once
-# more on each, diffed against the kept results (../results/directml-1.15.4-h100-standard.json,
+# imports (DMLCONFORM_EARLY_START=off) as the peer (outputs compared); the DirectML EP with the host's committed
+# buffers made afresh for each session (--fresh-buffers) as the peer (outputs compared); the harness on the full
+# tier; then the standard tier once more on each, diffed against the kept results
+# (../results/directml-1.15.4-h100-standard.json,
 # ../../ort_dml_host/results/h100/standard-dml-h100.json: no status change, no drift). Everything goes to OUT
 # (default: ./bench), and one archive of it beside it (the device tool brings back 8 files at most).
 #
@@ -26,8 +27,8 @@ STACK_FILE="$out/stack.txt" run --exec true
 cd "$out"  # not the project root: its dmlconform/ (no Windows programs) must not shadow the installed wheel's
 want harness && t harness run --exec python3 "$bench" --adapter nvidia --warm-up-run --jobs 1 2 3 4 8 \
     --peer-env DMLCONFORM_EARLY_START=off --peer-jobs 2 --check-outputs --report-dir "$out/harness"
-want ep && t ep run --exec python3 "$bench" --ep --adapter nvidia --jobs 4 8 12 16 --peer=--fresh-buffers \
-    --peer-jobs 8 --check-outputs --report-dir "$out/ep"
+want ep && t ep run --exec python3 "$bench" --ep --adapter nvidia --warm-up-run --jobs 4 8 12 16 \
+    --peer=--fresh-buffers --peer-jobs 8 --check-outputs --report-dir "$out/ep"
 want full && t full run --exec python3 "$bench" --adapter nvidia --tier full --warm-up-run --jobs 8 16 --starts 1 \
     --sample 20 --report-dir "$out/full"
 want standard && t standard run run --backend directml --adapter nvidia --tier standard --jobs 8 --json "$out/standard.json"
