@@ -635,10 +635,10 @@ def measure(args: argparse.Namespace, jobs: list[int], cpus: int, root: Path, ou
         if args.check_outputs:
             ours_kept = measured_run(args, harness, "outputs", peer_jobs, "", root, keep_outputs=True,
                                      timed_harness=False)
-    say("", *limit_lines(runs), "", *share_table(runs), "", *timeline(runs[0]), *gpu_lines(runs[0]),
-        *operator_lines(runs[0]))
+    say("", *limit_lines(runs), "", *share_table(runs), "", *(line for run in runs for line in timeline(run)),
+        *gpu_lines(runs[0]), *operator_lines(runs[0]))
     if peer is not None:
-        say("", "the peer's shares:", *share_table([peer]), *limit_lines([peer]), *gpu_lines(peer))
+        say("", "the peer's shares:", *share_table([peer]), *limit_lines([peer]), *timeline(peer), *gpu_lines(peer))
     if not args.ep:
         say("", *start_probe(args, harness, cases, root), *python_side(args, harness, cases, loading_s, root))
 

@@ -1,7 +1,6 @@
 // buffer_pool.cpp - committed buffers reused across sessions (see buffer_pool.h).
 #include "buffer_pool.h"
 
-#include <cstring>
 #include <vector>
 
 using dmlh::strf;
@@ -52,10 +51,18 @@ bool released(ID3D12Resource* resource) {
     return resource->Release() == 1;
 }
 
+// Field by field: a D3D12_RESOURCE_DESC has padding, whose bytes are whatever the caller's stack held.
 bool same(const Pooled& entry, const D3D12_HEAP_PROPERTIES& heap, D3D12_HEAP_FLAGS flags,
           const D3D12_RESOURCE_DESC& desc, D3D12_RESOURCE_STATES state) {
-    return entry.flags == flags && entry.state == state && memcmp(&entry.heap, &heap, sizeof heap) == 0 &&
-           memcmp(&entry.desc, &desc, sizeof desc) == 0;
+    const D3D12_HEAP_PROPERTIES& h = entry.heap;
+    const D3D12_RESOURCE_DESC& d = entry.desc;
+    return entry.flags == flags && entry.state == state && h.Type == heap.Type &&
+           h.CPUPageProperty == heap.CPUPageProperty && h.MemoryPoolPreference == heap.MemoryPoolPreference &&
+           h.CreationNodeMask == heap.CreationNodeMask && h.VisibleNodeMask == heap.VisibleNodeMask &&
+           d.Dimension == desc.Dimension && d.Alignment == desc.Alignment && d.Width == desc.Width &&
+           d.Height == desc.Height && d.DepthOrArraySize == desc.DepthOrArraySize && d.MipLevels == desc.MipLevels &&
+           d.Format == desc.Format && d.SampleDesc.Count == desc.SampleDesc.Count &&
+           d.SampleDesc.Quality == desc.SampleDesc.Quality && d.Layout == desc.Layout && d.Flags == desc.Flags;
 }
 
 bool cpu_visible(const D3D12_HEAP_PROPERTIES& heap) {
