@@ -43,6 +43,7 @@ from dmlconform.backends.onnxruntime_common import (
     session_options,
 )
 from dmlconform.case import Case
+from dmlconform.directml.start import OWN_HOST_ENV
 from dmlconform.ops.base import Description, DescriptionError
 
 if TYPE_CHECKING:
@@ -215,8 +216,8 @@ class OnnxRuntimeBackend:
         self.runner.close()
 
 
-#: An ONNX model host of the user's own for any --ep, instead of the packaged one (--harness does the same).
-HOST_ENV = "DMLCONFORM_ORT_HOST"
+#: An ONNX model host of the user's own for `--ep dml`, instead of the packaged one (--harness names one for any --ep).
+HOST_ENV = OWN_HOST_ENV
 
 
 def host_command(options: BackendOptions, environ: Mapping[str, str]) -> str | None:

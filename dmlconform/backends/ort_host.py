@@ -117,7 +117,8 @@ class HostRunner:
         start = options.prepared if isinstance(options.prepared, ProgramStart) else packaged_start(options)
         try:
             client = HarnessClient(start.launch.describe(), options.timeout_s, protocol.decode_model_host_hello,
-                                   what="host", argv=start.launch.argv, environment=start.launch.environment)
+                                   what="host", argv=start.launch.argv, environment=start.launch.environment,
+                                   started=options.started)
         except HarnessStartError as exc:
             hint = device_hint(str(exc), start.launch)
             raise RuntimeError(f"{exc}" + (f"; {hint}" if hint else "")) from None

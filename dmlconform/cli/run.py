@@ -109,9 +109,9 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
     from dmlconform.cli.early_start import start_early, wanted
     from dmlconform.processes import start_fork_server
 
-    # The workers' fork server starts while this command imports; for the directml backend a bare one, whose
-    # workers start their harnesses at once (cli/early_start.py) and import while the devices come up.
-    start_fork_server(light=wanted(backend_name))
+    # The workers' fork server starts while this command imports; for a backend that starts this package's programs
+    # a bare one, whose workers start them at once (cli/early_start.py) and import while the devices come up.
+    start_fork_server(light=wanted(backend_name, arguments))
     early = start_early(backend_name, jobs, arguments)
     from dmlconform.cli.execution import StopRequest
 

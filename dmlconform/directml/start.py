@@ -18,6 +18,8 @@ from dmlconform.directml.wine import Launch, WineUnavailable, launch
 #: The onnxruntime.dll the host was written against; another is run with --any-ort-version (its API table is still
 #: checked by the host).
 HOST_ORT_SERIES = "1.24."
+#: An ONNX model host of the user's own for `--ep dml`, instead of the packaged one (the onnxruntime backend's).
+OWN_HOST_ENV = "DMLCONFORM_ORT_HOST"
 
 
 class StartError(RuntimeError):

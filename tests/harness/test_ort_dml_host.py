@@ -269,3 +269,40 @@ def test_a_dll_that_is_no_onnx_runtime_is_refused_in_the_handshake(host: str, tm
     shutil.copy(_dll_dir() / "onnxruntime_providers_shared.dll", not_ort)  # type: ignore[operator]
     with pytest.raises(RuntimeError, match="does not export OrtGetApiBase"):
         HostRunner.start(f"{host} --onnxruntime Z:{not_ort}", "cpu", TIMEOUT_S)
+
+
+def test_the_run_command_starts_its_hosts_early_and_each_worker_takes_its_own_over(tmp_path: Path,
+                                                                                    wine_ready: None) -> None:
+    """`run --backend onnxruntime --ep dml` starts its workers and their packaged hosts before its imports
+    (cli/early_start.py), and each worker's backend takes its host over: two host processes in all at `-j 2`, where
+    a worker that started its own would make four. The loader is a wrapper that notes every host it starts."""
+    import json
+
+    from click.testing import CliRunner
+
+    from dmlconform.cli import main
+    from dmlconform.cli.common import bundled_suites
+    from dmlconform.directml.library import DEFAULT_VERSION, releases
+    from dmlconform.directml.wine import find_wine
+
+    if not [r for r in releases() if r.package_version == DEFAULT_VERSION]:
+        pytest.skip(f"onnxruntime-directml {DEFAULT_VERSION} is not in the cache (dmlconform fetch directml)")
+    real = find_wine()
+    loaders = tmp_path / "wine"
+    loaders.mkdir()
+    started = tmp_path / "started"
+    loader = loaders / real.loader.name
+    loader.write_text(f'#!/bin/sh\ncase "$*" in *ort_dml_host.exe*) echo started >> {started};; esac\n'
+                      f'exec {real.loader} "$@"\n')
+    loader.chmod(0o755)
+    if real.server is not None:
+        (loaders / real.server.name).symlink_to(real.server)
+    env = {"DMLCONFORM_WINDOWS_PROGRAMS_DIR": str(built_programs(tmp_path / "programs")), "WINE": str(loader),
+           "DMLCONFORM_ORT_HOST": "", "DMLCONFORM_EARLY_START": ""}
+    out = tmp_path / "seed.json"
+    result = CliRunner().invoke(main, ["run", "--backend", "onnxruntime", "--ep", "dml", "--adapter", "lavapipe",
+                                       str(bundled_suites() / "seed"), "--json", str(out), "-j", "2"], env=env)
+    assert result.exit_code == 0, result.output
+    assert started.read_text().split() == ["started"] * 2
+    backend = json.loads(out.read_text())["backend"]
+    assert backend["provider"] == "DmlExecutionProvider" and backend["buffer_pool"].startswith("committed buffers")
