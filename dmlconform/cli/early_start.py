@@ -25,6 +25,8 @@ from dmlconform.directml.wine import WineUnavailable, prepare_prefix
 #: DMLCONFORM_EARLY_START=off: workers start after the command's imports, as other backends' do (the benchmark's
 #: peer; a way round should the early start ever be in the way).
 SWITCH = "DMLCONFORM_EARLY_START"
+#: The switch's values that turn it off (as DMLCONFORM_SUITE_CACHE's).
+OFF = ("off", "0", "no", "false")
 #: The backends whose programs start early, and the options each one's start is worked out from (BackendOptions'
 #: fields of those names).
 START_OPTIONS = {
@@ -62,7 +64,7 @@ def wanted(backend_name: str, options: dict[str, Any]) -> bool:
     """Whether this run starts a program of this package's that can start early: the directml backend's harness, or
     the packaged ONNX model host of `onnxruntime --ep dml` off Windows (on Windows onnxruntime-directml runs in the
     command's workers), neither when the user names a program of their own (--harness, DMLCONFORM_ORT_HOST)."""
-    if os.environ.get(SWITCH, "").lower() == "off" or options.get("harness"):
+    if os.environ.get(SWITCH, "").strip().lower() in OFF or options.get("harness"):
         return False
     if backend_name == "directml":
         return True

@@ -43,8 +43,12 @@ def test_the_switch_turns_the_early_start_off(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(early_start.SWITCH, "off")
     assert not early_start.wanted("directml", OPTIONS) and not early_start.wanted("onnxruntime", {**OPTIONS, "ep": "dml"})
     assert early_start.start_early("directml", 2, OPTIONS) is None
-    monkeypatch.setenv(early_start.SWITCH, "")
-    assert early_start.wanted("directml", OPTIONS)
+    for value in ("0", "False", " no "):
+        monkeypatch.setenv(early_start.SWITCH, value)
+        assert not early_start.wanted("directml", OPTIONS), value
+    for value in ("", "on", "1"):
+        monkeypatch.setenv(early_start.SWITCH, value)
+        assert early_start.wanted("directml", OPTIONS), value
 
 
 def test_a_start_that_cannot_be_worked_out_early_is_left_to_the_ordinary_path(tmp_path: Path) -> None:
