@@ -14,7 +14,6 @@ from click.testing import CliRunner
 from dmlconform.backend_info import BackendInfo
 from dmlconform.cli import main
 from dmlconform.cli.execution import below_level
-from dmlconform.directml.wine import find_wine
 from dmlconform.feature_levels import FeatureLevel
 from tests.directml import pe_files
 
@@ -123,21 +122,11 @@ def test_the_packaged_harness_runs_the_seed_suite_under_wine_and_names_its_dll(t
     missing = _real_directml_missing()
     if missing:
         pytest.skip(missing)
-    from tests.harness.wine_tools import built_programs, directml_dll
+    from tests.harness.wine_tools import built_programs, counting_loader, directml_dll
 
     dll = directml_dll()
     assert dll is not None
-    real = find_wine()
-    # The Wine loader through a wrapper that notes every harness it starts, beside the real wineserver.
-    loaders = tmp_path / "wine"
-    loaders.mkdir()
-    started = tmp_path / "started"
-    loader = loaders / real.loader.name
-    loader.write_text(f'#!/bin/sh\ncase "$*" in *dml_harness.exe*) echo started >> {started};; esac\n'
-                      f'exec {real.loader} "$@"\n')
-    loader.chmod(0o755)
-    if real.server is not None:
-        (loaders / real.server.name).symlink_to(real.server)
+    loader, started = counting_loader(tmp_path / "wine", "dml_harness.exe")  # notes every harness it starts
     env = {"DMLCONFORM_WINDOWS_PROGRAMS_DIR": str(built_programs(tmp_path / "programs")), "WINE": str(loader)}
     out = tmp_path / "seed.json"
     result = CliRunner().invoke(main, ["run", "--backend", "directml", "--directml", str(dll), "--adapter",

@@ -33,6 +33,22 @@ def test_each_program_is_every_source_of_common_and_its_own_folder() -> None:
         assert any(name.startswith(f"{program.folder}/") for name in names)
 
 
+def test_the_cmake_project_lists_every_source_the_package_build_compiles() -> None:
+    """windows/CMakeLists.txt (the MSVC build on Windows) names its sources one by one: a file added to a program's
+    folder must be added there too, or the Windows build links without it."""
+    import re
+
+    build = windows_build()
+    text = (ROOT / "windows" / "CMakeLists.txt").read_text(encoding="utf-8")
+    listed = {name for block in re.findall(r"set\(\w+_SOURCES\s+([^)]*)\)", text) for name in block.split()}
+    for program in build.PROGRAMS:
+        folders = ("common", program.folder)
+        on_disk = {f"{folder}/{path.name}" for folder in folders for pattern in ("*.cpp", "*.h")
+                   for path in (ROOT / "windows" / folder).glob(pattern)}
+        assert on_disk - listed == set(), program.name
+    assert "ort_host/buffer_pool.cpp" in listed and "ort_host/vtable_hook.h" in listed
+
+
 FAKE_COMPILER = """#!/bin/sh
 # A stand-in for x86_64-w64-mingw32-g++: its version, and an "exe" naming what it was given, for the cache logic.
 [ "$1" = --version ] && { echo "fake-g++ $FAKE_VERSION"; exit 0; }

@@ -29,7 +29,7 @@ from dmlconform.case_result import Status
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.runner import run_case
 from tests.backends.test_onnxruntime_backend import make_case
-from tests.harness.wine_tools import built_programs, missing_wine_tools, program_command
+from tests.harness.wine_tools import built_programs, counting_loader, missing_wine_tools, program_command
 
 #: Each test starts host processes (Wine for the real host): seconds, not the quick loop.
 pytestmark = pytest.mark.slow
@@ -283,20 +283,9 @@ def test_the_run_command_starts_its_hosts_early_and_each_worker_takes_its_own_ov
     from dmlconform.cli import main
     from dmlconform.cli.common import bundled_suites
     from dmlconform.directml.library import DEFAULT_VERSION, releases
-    from dmlconform.directml.wine import find_wine
-
     if not [r for r in releases() if r.package_version == DEFAULT_VERSION]:
         pytest.skip(f"onnxruntime-directml {DEFAULT_VERSION} is not in the cache (dmlconform fetch directml)")
-    real = find_wine()
-    loaders = tmp_path / "wine"
-    loaders.mkdir()
-    started = tmp_path / "started"
-    loader = loaders / real.loader.name
-    loader.write_text(f'#!/bin/sh\ncase "$*" in *ort_dml_host.exe*) echo started >> {started};; esac\n'
-                      f'exec {real.loader} "$@"\n')
-    loader.chmod(0o755)
-    if real.server is not None:
-        (loaders / real.server.name).symlink_to(real.server)
+    loader, started = counting_loader(tmp_path / "wine", "ort_dml_host.exe")
     env = {"DMLCONFORM_WINDOWS_PROGRAMS_DIR": str(built_programs(tmp_path / "programs")), "WINE": str(loader),
            "DMLCONFORM_ORT_HOST": "", "DMLCONFORM_EARLY_START": ""}
     out = tmp_path / "seed.json"

@@ -79,3 +79,20 @@ def directml_dll() -> Path | None:
         pass
     legacy = Path("/opt/dmlconform-wine/DirectML.dll")
     return legacy if legacy.is_file() else None
+
+
+def counting_loader(folder: Path, program: str) -> tuple[Path, Path]:
+    """A Wine loader that notes each start of `program` (a line "started" in the second path it returns) and runs the
+    real one, beside the real wineserver: set WINE to the first path to count a command's program starts."""
+    from dmlconform.directml.wine import find_wine
+
+    real = find_wine()
+    folder.mkdir(parents=True, exist_ok=True)
+    started = folder / "started"
+    loader = folder / real.loader.name
+    loader.write_text(f'#!/bin/sh\ncase "$*" in *{program}*) echo started >> {started};; esac\n'
+                      f'exec {real.loader} "$@"\n')
+    loader.chmod(0o755)
+    if real.server is not None:
+        (folder / real.server.name).symlink_to(real.server)
+    return loader, started

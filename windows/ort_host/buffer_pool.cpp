@@ -3,7 +3,7 @@
 
 #include <vector>
 
-using dmlh::strf;
+#include "vtable_hook.h"
 
 namespace {
 
@@ -144,16 +144,11 @@ HRESULT STDMETHODCALLTYPE create_committed_resource(ID3D12Device* self, const D3
 std::string install_buffer_pool(ID3D12Device* device) {
     Pool& p = pool();
     if (p.original) return std::string();
-    void** vtable = *reinterpret_cast<void***>(device);
-    void** slot = vtable + kCreateCommittedResourceSlot;
-    DWORD old = 0;
-    if (!VirtualProtect(slot, sizeof(void*), PAGE_READWRITE, &old))
-        return strf("VirtualProtect on the device's vtable: error %lu", GetLastError());
-    p.original = reinterpret_cast<CreateCommittedResourceFn>(*slot);
-    *slot = reinterpret_cast<void*>(&create_committed_resource);
-    DWORD ignored = 0;
-    VirtualProtect(slot, sizeof(void*), old, &ignored);
-    return std::string();
+    void* original = nullptr;
+    std::string why = hook_vtable_slot(device, kCreateCommittedResourceSlot,
+                                       reinterpret_cast<void*>(&create_committed_resource), &original);
+    if (why.empty()) p.original = reinterpret_cast<CreateCommittedResourceFn>(original);
+    return why;
 }
 
 BufferPoolCounts buffer_pool_counts() {

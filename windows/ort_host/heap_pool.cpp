@@ -3,8 +3,7 @@
 
 #include <vector>
 
-using dmlh::hr_text;
-using dmlh::strf;
+#include "vtable_hook.h"
 
 namespace {
 
@@ -88,16 +87,11 @@ HRESULT STDMETHODCALLTYPE create_descriptor_heap(ID3D12Device* self, const D3D12
 std::string install_heap_pool(ID3D12Device* device) {
     Pool& p = pool();
     if (p.original) return std::string();
-    void** vtable = *reinterpret_cast<void***>(device);
-    void** slot = vtable + kCreateDescriptorHeapSlot;
-    DWORD old = 0;
-    if (!VirtualProtect(slot, sizeof(void*), PAGE_READWRITE, &old))
-        return strf("VirtualProtect on the device's vtable: error %lu", GetLastError());
-    p.original = reinterpret_cast<CreateDescriptorHeapFn>(*slot);
-    *slot = reinterpret_cast<void*>(&create_descriptor_heap);
-    DWORD ignored = 0;
-    VirtualProtect(slot, sizeof(void*), old, &ignored);
-    return std::string();
+    void* original = nullptr;
+    std::string why = hook_vtable_slot(device, kCreateDescriptorHeapSlot,
+                                       reinterpret_cast<void*>(&create_descriptor_heap), &original);
+    if (why.empty()) p.original = reinterpret_cast<CreateDescriptorHeapFn>(original);
+    return why;
 }
 
 HeapPoolCounts heap_pool_counts() {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "buffer_pool.h"
 #include "heap_pool.h"
@@ -105,6 +106,15 @@ static std::string check_api(Runtime& rt) {
     return std::string();
 }
 
+// What a pool of the device's objects does, for the hello: `on` once installed, else why it is off.
+static std::string pool_state(bool wine, bool fresh, const char* fresh_option,
+                              const std::function<std::string()>& install, const char* on) {
+    if (!wine) return "off (not under Wine)";
+    if (fresh) return std::string("off (") + fresh_option + ")";
+    const std::string why = install();
+    return why.empty() ? std::string(on) : "off (" + why + ")";
+}
+
 std::string init_runtime(Runtime& rt) {
     std::string err = load_onnxruntime(rt);
     if (!err.empty()) return err;
@@ -121,26 +131,17 @@ std::string init_runtime(Runtime& rt) {
         // Only under Wine, where heaps and buffers are what cost (heap_pool.h, buffer_pool.h): on Windows the D3D12
         // runtime's device is not patched.
         const bool wine = !dmlh::wine_version().empty();
-        std::string pool = "off (--fresh-heaps)";
-        if (!wine) {
-            pool = "off (not under Wine)";
-        } else if (!rt.opt.fresh_heaps) {
-            std::string why = install_heap_pool(rt.device.d3d.get());
-            pool = why.empty() ? "shader-visible heaps handed out again once released (ID3D12Device::"
-                                 "CreateDescriptorHeap hooked)"
-                               : "off (" + why + ")";
-        }
-        rt.extra.emplace_back("descriptor_heap_pool", pool);
-        std::string buffers = "off (--fresh-buffers)";
-        if (!wine) {
-            buffers = "off (not under Wine)";
-        } else if (!rt.opt.fresh_buffers) {
-            std::string why = install_buffer_pool(rt.device.d3d.get());
-            buffers = why.empty() ? "committed buffers handed out again once released, to a request for the same "
-                                    "buffer (ID3D12Device::CreateCommittedResource hooked)"
-                                  : "off (" + why + ")";
-        }
-        rt.extra.emplace_back("buffer_pool", buffers);
+        ID3D12Device* device = rt.device.d3d.get();
+        rt.extra.emplace_back("descriptor_heap_pool",
+                              pool_state(wine, rt.opt.fresh_heaps, "--fresh-heaps",
+                                         [&] { return install_heap_pool(device); },
+                                         "shader-visible heaps handed out again once released (ID3D12Device::"
+                                         "CreateDescriptorHeap hooked)"));
+        rt.extra.emplace_back("buffer_pool",
+                              pool_state(wine, rt.opt.fresh_buffers, "--fresh-buffers",
+                                         [&] { return install_buffer_pool(device); },
+                                         "committed buffers handed out again once released, to a request for the "
+                                         "same buffer (ID3D12Device::CreateCommittedResource hooked)"));
     }
     rt.extra.emplace_back("onnxruntime_dll", rt.ort_path);
     if (!rt.ort_file_version.empty()) rt.extra.emplace_back("onnxruntime_file_version", rt.ort_file_version);
