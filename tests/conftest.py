@@ -45,6 +45,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="a `dmlconform run --json` result of the smoke tier on the real DirectML (.ci/run's "
                           "`dmlconform run --backend directml --adapter lavapipe --tier smoke --json FILE`, from the "
                           "installed wheel): tests marked directml_report check it")
+    parser.addoption("--ep-pool-reports", metavar="POOLED,FRESH", type=lambda text: tuple(map(Path, text.split(","))),
+                     help="two `dmlconform run --json` results of the standard tier through the DML EP's packaged host "
+                          "(.ci/run's), the host's pools on and with --fresh-buffers: tests marked ep_pool_report "
+                          "check them")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -60,7 +64,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 
 #: Each marker that a later step of .ci/run selects, and the fixture that gives its tests their input there.
-STEP_MARKERS = {"tier_scan": "scanned_cases", "directml_report": "directml_report"}
+STEP_MARKERS = {"tier_scan": "scanned_cases", "directml_report": "directml_report",
+                "ep_pool_report": "ep_pool_reports"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

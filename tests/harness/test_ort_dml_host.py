@@ -295,3 +295,36 @@ def test_the_run_command_starts_its_hosts_early_and_each_worker_takes_its_own_ov
     assert started.read_text().split() == ["started"] * 2
     backend = json.loads(out.read_text())["backend"]
     assert backend["provider"] == "DmlExecutionProvider" and backend["buffer_pool"].startswith("committed buffers")
+
+
+@pytest.fixture
+def ep_pool_reports(request: pytest.FixtureRequest) -> tuple[Path, Path]:
+    given = request.config.getoption("--ep-pool-reports")
+    if given is None or len(given) != 2:
+        pytest.skip("checks the DML EP runs of .ci/run: --ep-pool-reports POOLED.json,FRESH.json, from dmlconform run "
+                    "--backend onnxruntime --ep dml --adapter lavapipe --tier standard --json, the second with "
+                    "--program-option=--fresh-buffers")
+    return given
+
+
+@pytest.mark.ep_pool_report
+def test_the_buffer_pool_changes_no_output_bit(ep_pool_reports: tuple[Path, Path]) -> None:
+    """On the results of .ci/run's two DML EP runs of the standard tier (the packaged host from the installed wheel),
+    one with the host's committed buffer pool and one making every buffer afresh (--fresh-buffers): every case has the
+    same status and the same output bytes (their digests). Run on every commit, on whatever machine CI has, instead
+    of against outputs kept from another machine's lavapipe."""
+    import json
+
+    pooled_path, fresh_path = ep_pool_reports
+    pooled, fresh = (json.loads(path.read_text()) for path in (pooled_path, fresh_path))
+    assert pooled["backend"]["buffer_pool"].startswith("committed buffers handed out again")
+    assert fresh["backend"]["buffer_pool"] == "off (--fresh-buffers)"
+    cases = {case["id"]: case for case in pooled["cases"]}
+    others = {case["id"]: case for case in fresh["cases"]}
+    assert set(cases) == set(others) and len(cases) >= 1800
+    ran = [case_id for case_id, case in cases.items() if case["output_sha256"]]
+    assert len(ran) >= 1600
+    differing = [case_id for case_id in cases
+                 if (cases[case_id]["status"], cases[case_id]["output_sha256"])
+                 != (others[case_id]["status"], others[case_id]["output_sha256"])]
+    assert differing == [], differing[:10]
