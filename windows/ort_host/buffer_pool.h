@@ -4,8 +4,8 @@
 // committed buffers for a small graph) and frees them with the session. Under Wine's vkd3d 1.6 each committed
 // buffer is a Vulkan allocation of its own, and an upload or readback buffer is mapped and unmapped around each use;
 // on NVIDIA's driver every allocation, free, map and unmap takes the kernel driver's lock, shared by every process on
-// the GPU. Sampled on the H100 with eight hosts, 40 % of the host threads' time was spent waiting for that lock
-// (os_acquire_rwlock_{read,write}), and sessions stopped scaling past four hosts.
+// the GPU. Sampled on the H100 with eight hosts, half the host threads' samples that were not idle were waits for
+// that lock (os_acquire_rwlock_{read,write}), and sessions stopped scaling past four hosts.
 //
 // The pool hooks the device's CreateCommittedResource: a buffer whose every reference but the pool's own was
 // released is handed out again to a request for the very same buffer (heap properties, heap flags, resource
