@@ -38,7 +38,7 @@ START_OPTIONS = {
 
 @dataclass
 class EarlyStart:
-    """The harness's start worked out from `options`, and the workers already starting it."""
+    """The program's start worked out from `options` for `backend`, and the workers already starting it."""
 
     backend: str
     options: dict[str, Any]
