@@ -396,14 +396,15 @@ def gpu_lines(run: Run) -> list[str]:
 
 
 def pool_counts(requests: list[dict[str, object]], key: str, what: str) -> str:
-    """What the host's pool of `key` (heaps, buffers) did in the host that handled the most requests for it (the
-    counts are the process's, so far); "" when the host reports none."""
+    """What the host's pool of `key` (heaps, buffers) did in the host that asked it the most (the counts are the
+    process's, so far); "" when the host reports none."""
     made, again = f"{key}_created", f"{key}_reused"
-    counted = [r for r in requests if isinstance(r.get(made), int) and isinstance(r.get(again), int)]
-    if not counted:
+    counts = [(created, reused) for r in requests
+              if isinstance(created := r.get(made), int) and isinstance(reused := r.get(again), int)]
+    if not counts:
         return ""
-    most = max(counted, key=lambda r: int(r[made]) + int(r[again]))  # type: ignore[call-overload]
-    return f"; {what} (one host): {most[made]} made, {most[again]} handed out again"
+    created, reused = max(counts, key=sum)
+    return f"; {what} (one host): {created} made, {reused} handed out again"
 
 
 def operator_of(record: dict[str, object]) -> str:
