@@ -216,17 +216,13 @@ class OnnxRuntimeBackend:
         self.runner.close()
 
 
-#: An ONNX model host of the user's own for `--ep dml`, instead of the packaged one (--harness names one for any --ep).
-HOST_ENV = OWN_HOST_ENV
-
-
 def host_command(options: BackendOptions, environ: Mapping[str, str]) -> str | None:
     """An ONNX model host command of the user's own: --harness, else DMLCONFORM_ORT_HOST for `--ep dml`; None for
     onnxruntime in this process or the packaged host."""
     if options.harness:
         return options.harness
-    if options.ep == "dml" and environ.get(HOST_ENV):
-        return environ[HOST_ENV]
+    if options.ep == "dml" and environ.get(OWN_HOST_ENV):
+        return environ[OWN_HOST_ENV]
     return None
 
 

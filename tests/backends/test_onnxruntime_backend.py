@@ -23,6 +23,7 @@ from dmlconform.backends.onnx_graphs.common import GraphBuilder
 from dmlconform.case import Case
 from dmlconform.case_result import Status
 from dmlconform.cli import main
+from dmlconform.directml.start import OWN_HOST_ENV
 from dmlconform.dtypes import DataType
 from dmlconform.feature_levels import HIGHEST, FeatureLevel
 from dmlconform.ops import OPERATORS
@@ -147,13 +148,13 @@ def test_dml_without_the_provider_runs_the_packaged_host_and_says_what_it_lacks(
     """Where onnxruntime has no DirectML EP (Linux), --ep dml runs the packaged ONNX model host; what it cannot start
     without (here: the host program, then DirectML.dll) is one line naming the fix."""
     monkeypatch.setattr(ort, "get_available_providers", lambda: [CPU])
-    monkeypatch.delenv(orb.HOST_ENV, raising=False)
+    monkeypatch.delenv(OWN_HOST_ENV, raising=False)
     monkeypatch.setenv("DMLCONFORM_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("DMLCONFORM_DIRECTML", raising=False)
     with pytest.raises(RuntimeError, match=r"no DirectML\.dll: run `dmlconform fetch directml`") as info:
         create_backend("onnxruntime", BackendOptions(ep="dml"))
     assert "\n" not in str(info.value)
-    assert orb.host_command(BackendOptions(ep="dml"), {orb.HOST_ENV: "my-host"}) == "my-host"
+    assert orb.host_command(BackendOptions(ep="dml"), {OWN_HOST_ENV: "my-host"}) == "my-host"
     assert orb.host_command(BackendOptions(ep="cpu", harness="h --x"), {}) == "h --x"
     assert orb.host_command(BackendOptions(ep="cpu"), {}) is None  # in-process or the packaged host
     assert orb.host_command(BackendOptions(ep="dml"), {}) is None

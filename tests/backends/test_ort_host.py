@@ -229,8 +229,7 @@ def test_the_packaged_hosts_start_is_worked_out_once_per_command_unless_a_host_o
     from dmlconform import backends
     from dmlconform.backends import directml, ort_host
     from dmlconform.backends.base import BackendOptions
-    from dmlconform.backends.onnxruntime_backend import HOST_ENV
-    from dmlconform.directml.start import ProgramStart
+    from dmlconform.directml.start import OWN_HOST_ENV, ProgramStart
     from dmlconform.directml.wine import Launch
 
     calls: list[str] = []
@@ -243,10 +242,10 @@ def test_the_packaged_hosts_start_is_worked_out_once_per_command_unless_a_host_o
     monkeypatch.setattr(ort_host, "packaged_start", packaged_start)
     monkeypatch.setattr(directml, "prepare_wine", lambda options=None: None)
     monkeypatch.setattr(sys, "platform", "linux")
-    monkeypatch.delenv(HOST_ENV, raising=False)
+    monkeypatch.delenv(OWN_HOST_ENV, raising=False)
     options = BackendOptions(ep="dml")
     prepared = pickle.loads(pickle.dumps(backends.prepare("onnxruntime", options)))
     assert calls == ["dml"] and prepared.prepared.launch.argv == ("ort_dml_host.exe", "--ep", "dml")
-    monkeypatch.setenv(HOST_ENV, "my-host")
+    monkeypatch.setenv(OWN_HOST_ENV, "my-host")
     assert backends.prepare("onnxruntime", options) is options and calls == ["dml"]
     assert backends.prepare("onnxruntime", BackendOptions(ep="cpu")).prepared is None

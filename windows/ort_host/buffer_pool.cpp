@@ -142,13 +142,7 @@ HRESULT STDMETHODCALLTYPE create_committed_resource(ID3D12Device* self, const D3
 }  // namespace
 
 std::string install_buffer_pool(ID3D12Device* device) {
-    Pool& p = pool();
-    if (p.original) return std::string();
-    void* original = nullptr;
-    std::string why = hook_vtable_slot(device, kCreateCommittedResourceSlot,
-                                       reinterpret_cast<void*>(&create_committed_resource), &original);
-    if (why.empty()) p.original = reinterpret_cast<CreateCommittedResourceFn>(original);
-    return why;
+    return hook_vtable_slot_once(device, kCreateCommittedResourceSlot, &create_committed_resource, &pool().original);
 }
 
 BufferPoolCounts buffer_pool_counts() {

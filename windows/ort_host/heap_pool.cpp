@@ -85,13 +85,7 @@ HRESULT STDMETHODCALLTYPE create_descriptor_heap(ID3D12Device* self, const D3D12
 }  // namespace
 
 std::string install_heap_pool(ID3D12Device* device) {
-    Pool& p = pool();
-    if (p.original) return std::string();
-    void* original = nullptr;
-    std::string why = hook_vtable_slot(device, kCreateDescriptorHeapSlot,
-                                       reinterpret_cast<void*>(&create_descriptor_heap), &original);
-    if (why.empty()) p.original = reinterpret_cast<CreateDescriptorHeapFn>(original);
-    return why;
+    return hook_vtable_slot_once(device, kCreateDescriptorHeapSlot, &create_descriptor_heap, &pool().original);
 }
 
 HeapPoolCounts heap_pool_counts() {
