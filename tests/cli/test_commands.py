@@ -142,3 +142,17 @@ def test_every_command_module_s_command_is_in_the_group_which_imports_it_only_wh
     code = "import sys, dmlconform.cli; print(sorted(m for m in sys.modules if m.startswith('dmlconform.cli.')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['dmlconform.cli.common']"
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["run", "--jbos", "3"], "dmlconform run: no such option --jbos (did you mean --jobs?)"),
+    (["histroy"], "dmlconform: no such command histroy (did you mean history?)"),
+    (["history", "add", "--mta", "x"], "dmlconform history add: no such option --mta (did you mean --meta?)"),
+    (["run", "--tier", "smok"], "dmlconform run: invalid value for '--tier': 'smok' is not one of 'smoke', 'standard', 'full'"),
+    (["run", "--jobs"], "dmlconform run: option '--jobs' requires an argument"),
+    (["show"], "dmlconform show: missing argument 'CASE_ID'"),
+])
+def test_usage_errors_are_one_line_with_the_near_miss_and_exit_2(args, line):
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert result.output == line + "\n"
