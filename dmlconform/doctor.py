@@ -15,6 +15,10 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dmlconform.directml.wine import Wine
 
 
 class State(Enum):
@@ -44,15 +48,28 @@ class Finding:
 @dataclass(frozen=True)
 class Diagnosis:
     findings: list[Finding]
+    #: Whether the harness and host were started (not with --no-handshake).
+    live: bool = True
 
     @property
     def directml_works(self) -> bool:
         """Some DirectML path answered: a harness or host handshake, or onnxruntime-directml in this process."""
         return any(f.directml_path and f.state is State.OK for f in self.findings)
 
+    @property
+    def problems(self) -> list[Finding]:
+        """The rows marked missing or broken (optional pieces are not among them)."""
+        return [f for f in self.findings if f.state in (State.MISSING, State.BROKEN)]
+
+    @property
+    def passed(self) -> bool:
+        """doctor's exit status 0: some DirectML path answered; without the handshake, nothing is missing or broken
+        (whether the device then comes up is what the handshake would have said)."""
+        return self.directml_works or (not self.live and not self.problems)
+
     def to_json(self) -> dict[str, object]:
-        return {"format": "dmlconform-doctor/v1", "directml_works": self.directml_works,
-                "findings": [f.to_json() for f in self.findings]}
+        return {"format": "dmlconform-doctor/v1", "directml_works": self.directml_works, "handshake": self.live,
+                "passed": self.passed, "findings": [f.to_json() for f in self.findings]}
 
 
 def _version(distribution: str) -> str | None:
@@ -74,7 +91,7 @@ def _python() -> Iterator[Finding]:
                       "" if found else f"pip install {name}")
     torch = _version("torch")
     yield Finding("python", "torch", State.OK if torch else State.OPTIONAL, torch or "not installed (the torch "
-                  "backend and the reference's cross-checks)", "" if torch else "pip install torch")
+                  "backend and the reference's cross-checks)", "" if torch else 'pip install "dmlconform[torch]"')
 
 
 def _onnxruntime() -> Iterator[Finding]:
@@ -147,7 +164,6 @@ def _wine() -> Iterator[Finding]:
         WineUnavailable,
         find_wine,
         live_display,
-        prefix_problem,
         wine_prefix,
     )
 
@@ -158,10 +174,8 @@ def _wine() -> Iterator[Finding]:
                       "(Debian/Ubuntu)")
         return
     yield Finding("wine", "Wine", State.OK, f"{wine.version} ({wine.loader})")
+    yield _prefix_finding(wine)
     prefix = wine_prefix(wine)
-    problem = prefix_problem(prefix, wine)
-    yield Finding("wine", "prefix", State.OK if not problem else State.INFO,
-                  f"{prefix}" + (f": {problem}; made (or remade) on the next run" if problem else ""))
     live = live_display(prefix / DISPLAY_RECORD)
     if live:
         yield Finding("wine", "X display", State.OK, f"the prefix's Xvfb on {live}")
@@ -172,6 +186,30 @@ def _wine() -> Iterator[Finding]:
         yield Finding("wine", "X display", State.OK, f"no Xvfb; DISPLAY={os.environ['DISPLAY']} is used")
     else:
         yield Finding("wine", "X display", State.MISSING, "DISPLAY is unset and there is no Xvfb", XVFB_HINT)
+
+
+def _prefix_finding(wine: Wine, before: Finding | None = None) -> Finding:
+    """The Wine prefix's row; `before`, the row taken before the handshakes, which make (or remake) the prefix: then
+    the row says what they did rather than what was true before them."""
+    from dmlconform.directml.wine import prefix_problem, wine_prefix
+
+    prefix = wine_prefix(wine)
+    problem = prefix_problem(prefix, wine)
+    if problem:
+        return Finding("wine", "prefix", State.INFO, f"{prefix}: {problem}; made (or remade) on the next run")
+    if before is not None and before.state is not State.OK:
+        was = before.found.removeprefix(f"{prefix}: ").removesuffix("; made (or remade) on the next run")
+        return Finding("wine", "prefix", State.OK, f"{prefix} (made by this check: {was})")
+    return Finding("wine", "prefix", State.OK, f"{prefix}")
+
+
+def _prefix_again(before: Finding) -> Finding:
+    from dmlconform.directml.wine import WineUnavailable, find_wine
+
+    try:
+        return _prefix_finding(find_wine(), before)
+    except WineUnavailable:
+        return before
 
 
 def _vulkan_devices(manifest: str) -> list[str] | None:
@@ -314,4 +352,5 @@ def diagnose(live: bool = True) -> Diagnosis:
     findings += list(_directml())
     if live:
         findings += list(_handshakes(devices))
-    return Diagnosis(findings)
+        findings = [_prefix_again(f) if (f.area, f.item) == ("wine", "prefix") else f for f in findings]
+    return Diagnosis(findings, live)

@@ -20,7 +20,7 @@ def doctor(json_path: Path | None, no_handshake: bool) -> None:
     harness on each device. Each missing piece comes with the command that fixes it.
 
     Exit status: 0 when some DirectML path works (a harness or host answered, or onnxruntime-directml runs in this
-    process), 1 when none does."""
+    process), 1 when none does; with --no-handshake, 0 when no row is missing or broken, 1 when one is."""
     from dmlconform.doctor import diagnose
     from dmlconform.report.doctor import render_doctor
 
@@ -29,4 +29,4 @@ def doctor(json_path: Path | None, no_handshake: bool) -> None:
         write_json_output(json_path, diagnosis.to_json())
     if json_path is None or str(json_path) != "-":
         render_doctor(diagnosis, make_console())
-    sys.exit(EXIT_OK if diagnosis.directml_works else EXIT_FAILED)
+    sys.exit(EXIT_OK if diagnosis.passed else EXIT_FAILED)

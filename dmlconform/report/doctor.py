@@ -25,5 +25,12 @@ def render_doctor(diagnosis: Diagnosis, console: Console) -> None:
     if diagnosis.directml_works:
         working = [f.item for f in diagnosis.findings if f.directml_path and f.state is State.OK]
         console.print(f"[green]DirectML works here[/green]: {escape('; '.join(working))}")
+    elif not diagnosis.live:
+        if diagnosis.problems:
+            console.print(f"[red]{len(diagnosis.problems)} row(s) missing or broken[/red]: fix them, in order (the "
+                          "handshake was not tried: --no-handshake)")
+        else:
+            console.print("[green]nothing missing or broken[/green] (the handshake was not tried: --no-handshake; "
+                          "`dmlconform doctor` starts the harness on each device)")
     else:
         console.print("[red]no DirectML path works here[/red]: fix the rows marked missing or broken, in order")

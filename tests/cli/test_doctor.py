@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,53 @@ def test_a_live_handshake_on_lavapipe_exits_0(tmp_path: Path) -> None:
     handshakes = [f for f in document["findings"] if f["area"] == "handshake" and "lvp" in f["item"]]
     assert handshakes and all(f["state"] == "ok" for f in handshakes), handshakes
     assert any("feature level 6_4" in f["found"] for f in handshakes)
+
+
+def test_no_handshake_exits_0_when_nothing_is_missing_or_broken(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dmlconform.doctor
+
+    rows = [Finding("python", "numpy", State.OK, "2.0"), Finding("python", "torch", State.OPTIONAL, "not installed"),
+            Finding("wine", "prefix", State.INFO, "/c/wine/prefix-8.0: it does not exist yet")]
+    monkeypatch.setattr(dmlconform.doctor, "diagnose", lambda live: Diagnosis(rows, live))
+    result = CliRunner().invoke(main, ["doctor", "--no-handshake"])
+    assert result.exit_code == 0, result.output
+    assert "nothing missing or broken" in result.output and "no DirectML path works" not in result.output
+    broken = [*rows, Finding("vulkan", "drivers", State.MISSING, "no Vulkan driver manifest", "apt-get install x")]
+    monkeypatch.setattr(dmlconform.doctor, "diagnose", lambda live: Diagnosis(broken, live))
+    result = CliRunner().invoke(main, ["doctor", "--no-handshake"])
+    assert result.exit_code == 1 and "1 row(s) missing or broken" in result.output
+
+
+def test_the_prefix_row_says_what_the_handshakes_made(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import dmlconform.directml.wine as wine
+    import dmlconform.doctor as doctor
+
+    made: list[bool] = []
+    fake = wine.Wine(Path("/usr/bin/wine64"), Path("/usr/bin/wineserver"), "wine-8.0 (Debian 8.0~repack-4)")
+    monkeypatch.setattr(wine, "needs_wine", lambda: True)
+    monkeypatch.setattr(wine, "find_wine", lambda environ=None: fake)
+    monkeypatch.setattr(wine, "wine_prefix", lambda w, environ=None: tmp_path / "prefix")
+    monkeypatch.setattr(wine, "prefix_problem", lambda prefix, w: "" if made else "it does not exist yet")
+    monkeypatch.setattr(wine, "vulkan_drivers", lambda environ=None: [])
+
+    def handshakes(devices: dict) -> Iterator[Finding]:
+        made.append(True)  # the harness's start makes the prefix
+        yield Finding("handshake", "DirectML harness on adapter 0", State.OK, "llvmpipe", directml_path=True)
+
+    monkeypatch.setattr(doctor, "_handshakes", handshakes)
+    for quiet in ("_python", "_onnxruntime", "_cuda", "_programs", "_directml"):
+        monkeypatch.setattr(doctor, quiet, lambda: iter([]))
+    rows = [f for f in doctor.diagnose(live=True).findings if f.item == "prefix"]
+    assert [(f.state, f.found) for f in rows] == [
+        (State.OK, f"{tmp_path / 'prefix'} (made by this check: it does not exist yet)")]
+    made.clear()
+    rows = [f for f in doctor.diagnose(live=False).findings if f.item == "prefix"]
+    assert [f.found for f in rows] == [f"{tmp_path / 'prefix'}: it does not exist yet; made (or remade) on the next run"]
+
+
+def test_a_missing_torch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dmlconform.doctor as doctor
+
+    monkeypatch.setattr(doctor, "_version", lambda name: None if name == "torch" else "1.0")
+    torch = next(f for f in doctor._python() if f.item == "torch")
+    assert torch.state is State.OPTIONAL and torch.fix == 'pip install "dmlconform[torch]"'
