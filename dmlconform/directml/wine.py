@@ -11,6 +11,7 @@ prefix's wineserver and its desktop, and a program on another display than the d
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import os
 import platform
@@ -209,6 +210,14 @@ class VulkanDriver:
     def label(self) -> str:
         return "lavapipe (Mesa, CPU)" if self.name.startswith("lvp") else self.name
 
+    @property
+    def typed(self) -> str:
+        """The name `--adapter` takes for it: lavapipe for lvp_icd.x86_64, radeon for radeon_icd.x86_64, ..."""
+        if self.name.startswith("lvp"):
+            return "lavapipe"
+        stem = self.name.split(".", 1)[0]
+        return stem.removesuffix("_icd") or self.name
+
 
 def vulkan_drivers(environ: Mapping[str, str] | None = None) -> list[VulkanDriver]:
     """The driver manifests installed in the standard folders (and XDG_DATA_HOME's), each read for its library."""
@@ -251,13 +260,40 @@ def choose_vulkan_driver(wanted: str, environ: Mapping[str, str] | None = None) 
     drivers = vulkan_drivers(environ)
     key = DRIVER_ALIASES.get(wanted.lower(), wanted.lower())
     matches = [d for d in drivers if d.name.lower().startswith(key) or d.name.lower() == key]
-    if len(matches) == 1:
-        return matches[0]
-    known = ", ".join(d.name for d in drivers) or "none installed"
-    if not matches:
-        raise WineUnavailable(f"--adapter {wanted}: no such Vulkan driver (installed: {known}); lavapipe, Mesa's CPU "
-                              "driver, comes with apt-get install mesa-vulkan-drivers")
-    raise WineUnavailable(f"--adapter {wanted}: several Vulkan drivers match ({known}); give a manifest path")
+    exact = [d for d in matches if d.typed.lower() in (wanted.lower(), key)]
+    if len(matches) == 1 or len(exact) == 1:
+        return matches[0] if len(matches) == 1 else exact[0]
+    if matches:
+        raise WineUnavailable(f"--adapter {wanted}: several Vulkan drivers match ({', '.join(d.name for d in matches)})"
+                              "; give a driver manifest's path")
+    raise WineUnavailable(_no_driver(wanted, drivers))
+
+
+#: Where each vendor's Vulkan driver comes from, by the names --adapter takes.
+DRIVER_SOURCES = {"lavapipe": "apt-get install mesa-vulkan-drivers (Mesa's CPU driver; Mesa 25 or newer: on Debian 12 "
+                              "-t bookworm-backports)",
+                  "nvidia": "NVIDIA's GPU driver (nvidia_icd.json)",
+                  "radeon": "apt-get install mesa-vulkan-drivers (RADV, Mesa's AMD driver)",
+                  "intel": "apt-get install mesa-vulkan-drivers (ANV, Mesa's Intel driver)"}
+
+
+def _no_driver(wanted: str, drivers: list[VulkanDriver]) -> str:
+    """One line for an --adapter name no installed driver answers to: the near miss, the names installed (as
+    --adapter takes them), and the install command only for a driver that is not installed."""
+    installed = list(dict.fromkeys(d.typed for d in drivers))
+    if not installed:
+        return (f"--adapter {wanted}: no Vulkan driver is installed; lavapipe, Mesa's CPU driver, comes with apt-get "
+                "install mesa-vulkan-drivers (Mesa 25 or newer: on Debian 12 -t bookworm-backports)")
+    names = {name.lower(): name for name in [*installed, *DRIVER_ALIASES, *DRIVER_SOURCES]}
+    near = difflib.get_close_matches(wanted.lower(), list(names), n=1, cutoff=0.7)
+    vendor = DRIVER_ALIASES.get(wanted.lower(), wanted.lower())
+    vendor = {"lvp": "lavapipe"}.get(vendor, vendor)
+    if vendor in DRIVER_SOURCES:  # a driver people mean, not installed here
+        return (f"--adapter {wanted}: no {vendor} Vulkan driver here (installed: {', '.join(installed)}); it comes "
+                f"with {DRIVER_SOURCES[vendor]}")
+    guess = f" (did you mean {names[near[0]]}?)" if near else ""
+    return (f"--adapter {wanted}: no Vulkan driver of that name{guess}; installed: {', '.join(installed)} (or give an "
+            "adapter index, or a driver manifest's path)")
 
 
 # -- the display ---------------------------------------------------------------------------------------------------

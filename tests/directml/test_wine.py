@@ -154,15 +154,33 @@ def test_vulkan_drivers_are_chosen_by_the_names_people_use(tmp_path: Path, monke
     assert wine.choose_vulkan_driver("lavapipe", {}).manifest == lvp
     assert wine.choose_vulkan_driver("nvidia", {}).manifest == nvidia
     assert wine.choose_vulkan_driver(str(nvidia), {}).library == "libGLX_nvidia.so.0"
-    with pytest.raises(wine.WineUnavailable, match=r"--adapter radeon: no such Vulkan driver \(installed: "
-                                                   r"lvp_icd.x86_64, nvidia_icd\)"):
+    with pytest.raises(wine.WineUnavailable, match=r"--adapter radeon: no radeon Vulkan driver here \(installed: "
+                                                   r"lavapipe, nvidia\); it comes with apt-get install mesa-vulkan"):
         wine.choose_vulkan_driver("radeon", {})
     with pytest.raises(wine.WineUnavailable, match="not a readable Vulkan driver manifest"):
         wine.choose_vulkan_driver(str(folder / "broken.json"), {})
     monkeypatch.setattr(wine, "ICD_FOLDERS", (str(tmp_path / "none"),))
-    with pytest.raises(wine.WineUnavailable, match=r"installed: none installed\); lavapipe, Mesa's CPU driver, comes "
+    with pytest.raises(wine.WineUnavailable, match=r"no Vulkan driver is installed; lavapipe, Mesa's CPU driver, comes "
                                                    "with apt-get install mesa-vulkan-drivers"):
         wine.choose_vulkan_driver("lavapipe", {})
+
+
+def test_a_mistyped_or_absent_driver_names_the_near_miss_and_the_installed_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "icd.d"
+    _manifest(folder, "lvp_icd.x86_64", "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so")
+    _manifest(folder, "intel_icd.x86_64", "/usr/lib/x86_64-linux-gnu/libvulkan_intel.so")
+    _manifest(folder, "intel_hasvk_icd.x86_64", "/usr/lib/x86_64-linux-gnu/libvulkan_intel_hasvk.so")
+    monkeypatch.setattr(wine, "ICD_FOLDERS", (str(folder),))
+    with pytest.raises(wine.WineUnavailable) as typo:
+        wine.choose_vulkan_driver("lavapip", {})
+    assert str(typo.value) == ("--adapter lavapip: no Vulkan driver of that name (did you mean lavapipe?); installed: "
+                               "intel_hasvk, intel, lavapipe (or give an adapter index, or a driver manifest's path)")
+    with pytest.raises(wine.WineUnavailable) as absent:
+        wine.choose_vulkan_driver("nvidia", {})
+    assert str(absent.value) == ("--adapter nvidia: no nvidia Vulkan driver here (installed: intel_hasvk, intel, "
+                                 "lavapipe); it comes with NVIDIA's GPU driver (nvidia_icd.json)")
+    assert wine.choose_vulkan_driver("intel", {}).name == "intel_icd.x86_64"  # the exact name over intel_hasvk
 
 
 def test_the_command_line_runs_the_program_under_wine_with_its_dlls_as_wine_paths(
