@@ -16,7 +16,7 @@ from dmlconform.backends import register
 from dmlconform.backends.base import BackendInfo, BackendOptions
 from dmlconform.backends.native import HarnessStartError, NativeBackend
 from dmlconform.directml.start import Device, ProgramStart, StartError, harness_start, log
-from dmlconform.directml.wine import WineUnavailable, device_hint
+from dmlconform.directml.wine import WineUnavailable, device_hint, missing_adapter
 
 NAME = "directml"
 
@@ -66,6 +66,9 @@ def create(options: BackendOptions) -> DirectMLBackend:
     try:
         return DirectMLBackend(start, options.timeout_s, options.started)
     except (HarnessStartError, WineUnavailable) as exc:
+        missing = missing_adapter(str(exc), start.launch)
+        if missing:  # the cause first and alone: not the command line and the Vulkan advice around it
+            raise RuntimeError(missing) from None
         hint = device_hint(str(exc), start.launch)
         raise RuntimeError(f"{exc}" + (f"; {hint}" if hint else "")) from None
 

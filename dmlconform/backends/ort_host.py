@@ -110,7 +110,7 @@ class HostRunner:
         """Start the host this package carries (ort_dml_host.exe; under Wine off Windows) on onnxruntime-directml's
         DLLs: the DirectML.dll and device the options name (directml/start.py)."""
         from dmlconform.directml.start import ProgramStart
-        from dmlconform.directml.wine import device_hint
+        from dmlconform.directml.wine import device_hint, missing_adapter
 
         key = _host_ep(options.ep)
         limit = memory_limit(environ if environ is not None else os.environ)
@@ -120,6 +120,9 @@ class HostRunner:
                                    what="host", argv=start.launch.argv, environment=start.launch.environment,
                                    started=options.started)
         except HarnessStartError as exc:
+            missing = missing_adapter(str(exc), start.launch)
+            if missing:
+                raise RuntimeError(missing) from None
             hint = device_hint(str(exc), start.launch)
             raise RuntimeError(f"{exc}" + (f"; {hint}" if hint else "")) from None
         runner = cls._checked(client, key, limit, "the packaged host")

@@ -15,6 +15,7 @@ import difflib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -414,6 +415,47 @@ def device_hint(message: str, started: Launch) -> str:
     return (f"under Wine no Direct3D 12 device came up through {through}: it needs a Vulkan device with "
             "VK_EXT_descriptor_indexing (Mesa 25's lavapipe: --adapter lavapipe, or your GPU's driver: --adapter "
             "nvidia); `dmlconform doctor` lists each driver's devices")
+
+
+def missing_adapter(message: str, started: Launch) -> str:
+    """One short line for a program that found no adapter at the index --adapter gave ("" when the message is about
+    something else), leading with that, not with the command line and the Vulkan advice around it: `--adapter 5: no
+    adapter 5 (IDXGIFactory1::EnumAdapters1(5): DXGI_ERROR_NOT_FOUND); adapters here: ...`."""
+    found = re.search(r"EnumAdapters1\((\d+)\): DXGI_ERROR_NOT_FOUND", message)
+    if found is None:
+        return ""
+    index = found.group(1)
+    return (f"--adapter {index}: no adapter {index} (IDXGIFactory1::EnumAdapters1({index}): DXGI_ERROR_NOT_FOUND); "
+            f"adapters here: {_adapters_here(started)}")
+
+
+def _adapters_here(started: Launch) -> str:
+    """The adapters a program can be given by index: under Wine, the Vulkan devices the installed drivers find
+    (Wine's DXGI enumerates those), as vulkaninfo lists them; on Windows, DXGI's own (not listed from here)."""
+    if started.wine is None:
+        return "from 0 in DXGI's order (dxdiag lists them); --warp for Windows' software adapter"
+    drivers = vulkan_drivers()
+    names = ", ".join(dict.fromkeys(d.typed for d in drivers)) or "none"
+    devices = _vulkan_device_names()
+    if not devices:
+        return (f"from 0, one per Vulkan device of the drivers installed ({names}); `dmlconform doctor` lists each "
+                "driver's devices")
+    listed = "; ".join(f"{number}: {name}" for number, name in enumerate(devices))
+    return f"{listed} (the Vulkan devices of {names}); or --adapter DRIVER (e.g. --adapter lavapipe)"
+
+
+def _vulkan_device_names() -> list[str]:
+    """The Vulkan devices every installed driver finds, in the loader's order (vulkaninfo --summary); [] without
+    vulkaninfo."""
+    vulkaninfo = shutil.which("vulkaninfo")
+    if vulkaninfo is None:
+        return []
+    try:
+        done = subprocess.run([vulkaninfo, "--summary"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.split("=", 1)[1].strip() for line in done.stdout.splitlines()
+            if line.strip().startswith("deviceName") and "=" in line]
 
 
 # -- starting a program --------------------------------------------------------------------------------------------

@@ -169,3 +169,36 @@ def test_the_harness_start_is_worked_out_once_per_command_and_travels_to_the_wor
     assert directml._start(prepared) == prepared.prepared and len(calls) == 1  # the worker works out nothing
     assert directml._start(options).launch.argv == prepared.prepared.launch.argv and len(calls) == 2
     assert backends.prepare("numpy", options) is options
+
+
+def test_an_adapter_index_that_is_not_there_leads_with_dxgi_error_not_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harness's refusal (its real text under Wine for --adapter 5) becomes one short line: the missing adapter and
+    the ones there are, not the command line and the advice about Vulkan extensions it used to be buried in."""
+    import dmlconform.backends.directml as backend
+    from dmlconform.backends.base import BackendOptions
+    from dmlconform.backends.native import HarnessStartError
+    from dmlconform.directml import wine
+    from dmlconform.directml.start import ProgramStart
+
+    launch = wine.Launch(("/usr/bin/wine64", "C:/dml_harness.exe", "--adapter", "5"), {"WINEPREFIX": "/p"},
+                         wine.Wine(Path("/usr/bin/wine64"), None, "wine-8.0"), Path("/p"))
+    refusal = ("DirectML harness 'WINEPREFIX=/p DISPLAY=:7 /usr/bin/wine64 /x/dml_harness.exe --dml Z:\\\\d\\\\DirectML.dll "
+               "--adapter 5' handshake failed: the harness refused to start: IDXGIFactory1::EnumAdapters1(5): "
+               "DXGI_ERROR_NOT_FOUND (0x887A0002); last stderr: dml_harness: cannot start: IDXGIFactory1::"
+               "EnumAdapters1(5): DXGI_ERROR_NOT_FOUND (0x887A0002)")
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise HarnessStartError(refusal)
+
+    monkeypatch.setattr(backend, "_start", lambda options: ProgramStart(Path("/x/dml_harness.exe"), launch, None))  # type: ignore[arg-type]
+    monkeypatch.setattr(backend.DirectMLBackend, "__init__", refused)
+    monkeypatch.setattr(wine, "_vulkan_device_names", lambda: ["llvmpipe (LLVM 19.1.7, 256 bits)"])
+    monkeypatch.setattr(wine, "vulkan_drivers", lambda environ=None: [
+        wine.VulkanDriver("lvp_icd.x86_64", Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"), "libvulkan_lvp.so")])
+    with pytest.raises(RuntimeError) as raised:
+        backend.create(BackendOptions(adapter="5"))
+    assert str(raised.value) == (
+        "--adapter 5: no adapter 5 (IDXGIFactory1::EnumAdapters1(5): DXGI_ERROR_NOT_FOUND); adapters here: "
+        "0: llvmpipe (LLVM 19.1.7, 256 bits) (the Vulkan devices of lavapipe); or --adapter DRIVER (e.g. --adapter "
+        "lavapipe)")
