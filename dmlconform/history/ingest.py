@@ -119,6 +119,9 @@ def parse_meta(items: Iterable[str]) -> dict[str, str]:
         key, equals, value = item.partition("=")
         if not equals or not META_KEY.fullmatch(key):
             raise HistoryError(f"--meta {item[:80]}: give key=value, the key a letter then letters, digits or _.-")
+        if not value.strip():  # `--meta build=$BUILD` with BUILD unset: a CI's mistake, not a value to keep
+            raise HistoryError(f"--meta {key}=: the value is empty (an unset variable?); give {key} a value or "
+                               "leave the entry out")
         if key in DERIVED_KEYS and key != STACK_KEY:
             raise HistoryError(f"--meta {key}: taken from the result document itself; give another key")
         if len(value) > MAX_META_VALUE or any(ord(c) < 32 or ord(c) == 127 for c in value):

@@ -252,3 +252,14 @@ def test_reports_journals_and_artifacts_honour_the_umask(tmp_path: Path, broken_
     assert {p.name for p in written} >= {"r.json", "r.xml", "r.html", "next.csv", "r.journal.jsonl",
                                          "OutputGradientTensor.npy"}
     assert {p.name: oct(p.stat().st_mode & 0o777) for p in written} == {p.name: oct(0o666 & ~umask) for p in written}
+
+
+def test_an_empty_meta_value_is_a_usage_error_before_the_run(tmp_path: Path) -> None:
+    """`--meta build=$BUILD` with BUILD unset: one line naming the key, exit 2, nothing run or recorded."""
+    db = tmp_path / "history.sqlite"
+    done = CliRunner().invoke(main, ["run", str(SEED), "--record", "--db", str(db), "--meta", "build=",
+                                     "--meta", "commit=abc"])
+    assert done.exit_code == 2
+    assert done.output == ("dmlconform: error: --meta build=: the value is empty (an unset variable?); give build a "
+                           "value or leave the entry out\n")
+    assert not db.exists()

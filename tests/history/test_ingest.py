@@ -140,6 +140,8 @@ def test_extreme_values_go_into_the_database_and_back(database_url: str) -> None
     (["device=x"], "taken from the result document"),
     (["note=two\nlines"], "one line"),
     (["note=" + "x" * 2000], "one line"),
+    (["build="], r"--meta build=: the value is empty \(an unset variable\?\)"),  # --meta build=$BUILD, BUILD unset
+    (["build= "], "the value is empty"),
 ])
 def test_bad_meta_is_one_line(items: list[str], message: str) -> None:
     with pytest.raises(HistoryError, match=message) as caught:
