@@ -25,7 +25,7 @@ class Case:
     inputs: Tensors
     #: Single expected answer; None for candidate cases and negative cases.
     expected: Tensors | None = None
-    #: Named alternatives where the docs leave the answer open (contract §2).
+    #: Named alternatives where the docs leave the answer open (docs/reference/operators.md).
     candidates: dict[str, Tensors] = field(default_factory=dict)
     expect_invalid: bool = False
     tolerance: Tolerance | None = None

@@ -92,7 +92,7 @@ def session_options(ort: ModuleType, choice: ProviderChoice, config: Mapping[str
 
 
 # -- feature level -----------------------------------------------------------------------------------
-#: DirectML release -> the highest DML_FEATURE_LEVEL it exposes (dml-semantics.md §6.1). Keyed by (major, minor);
+#: DirectML release -> the highest DML_FEATURE_LEVEL it exposes (docs/reference/verdicts.md). Keyed by (major, minor);
 #: 1.15.0 exposes 6_3 or 6_4 depending on DML_TARGET_VERSION, 1.15.1 and later report 6_4 (handled below).
 DIRECTML_LEVELS: dict[tuple[int, int], FeatureLevel] = {
     (1, 0): FeatureLevel.L1_0, (1, 1): FeatureLevel.L2_0, (1, 2): FeatureLevel.L2_1, (1, 3): FeatureLevel.L2_1,
@@ -128,7 +128,7 @@ def directml_for_ort(ort_version: str) -> tuple[str | None, str]:
 
 
 def directml_level(dml_version: str) -> FeatureLevel | None:
-    """The feature level a DirectML release exposes (§6.1); None where the table has no row for it."""
+    """The feature level a DirectML release exposes (DIRECTML_LEVELS); None where the table has no row for it."""
     parts = _version_tuple(dml_version)
     if len(parts) < 2:
         return None
@@ -167,7 +167,7 @@ def claimed_level(choice: ProviderChoice, ort_version: str, dll_version: str | N
     if level is None:
         return ceiling, f"DirectML version unknown ({how}); claiming the graphs' highest level {ceiling}"
     claimed = min(level, ceiling, key=lambda lv: lv.value)
-    return claimed, f"{how} -> DML_FEATURE_LEVEL_{level} (dml-semantics.md §6.1)"
+    return claimed, f"{how} -> DML_FEATURE_LEVEL_{level} (docs/reference/verdicts.md)"
 
 
 def directml_dll_version(ort: ModuleType) -> str | None:

@@ -26,8 +26,8 @@ from dmlconform.ops.base import DescriptionError
 NAME = "torch"
 #: The only reference variants the torch backend can follow; every other undocumented behaviour is PyTorch's own.
 VARIANTS = ("swapped", "literal")
-#: Which candidate PyTorch follows for each undocumented behaviour (contract §2), by behaviour name; `crosscheck`
-#: uses it to explain a case whose candidates do not include it.
+#: Which candidate PyTorch follows for each undocumented behaviour (docs/reference/operators.md), by behaviour name;
+#: `crosscheck` uses it to explain a case whose candidates do not include it.
 READINGS = {
     "relu-nan-input": "nan-passes",
     "clip-nan-input": "nan-passes",
@@ -80,7 +80,7 @@ class TorchBackend:
     def __init__(self, torch: ModuleType, device: str, variant: str | None = None) -> None:
         self.torch = torch
         self.device = torch.device(device)
-        #: Reading of ResampleGrad1's offsets (contract §2); the other behaviours are PyTorch's own.
+        #: Reading of ResampleGrad1's offsets (docs/reference/operators.md); the other behaviours are PyTorch's own.
         self.variant = variant
 
     @property

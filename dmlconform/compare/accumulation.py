@@ -1,4 +1,4 @@
-"""What the reference knows about each summed output element, for the `bound` rule (contract §3).
+"""What the reference knows about each summed output element, for the `bound` rule (docs/reference/comparison.md).
 
 Plain data, produced by the summing operators' references (MaxPoolingGrad, ResampleGrad1) and read by
 the comparator. Every array broadcasts to the output's shape.

@@ -15,7 +15,7 @@ a coordinate:
   (x.5: where a round-half rule would part from floor and ceil; LINEAR's equal weights), `interior` (anything else);
 * `scale`: `identity`, up or down, by a power of two (or an infinite scale: 1/S exact either way) or not;
 * `offsets`: `zero`, `equal` (InputPixelOffsets = OutputPixelOffsets, non-zero) or `unequal` (a candidate case:
-  the coordinates are those of DirectML's reading, `swapped`, contract §2).
+  the coordinates are those of DirectML's reading, `swapped`, docs/reference/operators.md).
 
 The universe is derived by classifying, with the same code, every coordinate of small axes over pools of scales
 and offsets of every kind (PROBE_SCALES, PROBE_OFFSETS), ones a few ULP off the round values among them; a test

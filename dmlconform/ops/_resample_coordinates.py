@@ -1,7 +1,7 @@
 """How precisely a ResampleGrad1 source coordinate is known, and what that costs a sum or a pick.
 
-Contract §1 writes the forward's source coordinate as `x = (o − OPO)/S − IPO`, computed in float32. The
-order of that evaluation is undocumented (dml-semantics.md §5.4: "whether 1/Scale is precomputed …"):
+docs/reference/operators.md writes the forward's source coordinate as `x = (o − OPO)/S − IPO`, computed in
+float32. The order of that evaluation is undocumented (DirectML's pages do not say whether 1/Scale is precomputed):
 a shader may divide, or multiply by a float32 reciprocal of the scale, fold both offsets into one
 bias, and fuse the last multiply-add. Each order rounds differently, and D3D's float32 division and
 reciprocal are not even correctly rounded (D3D11 floating-point rules: 2.5 ULP and 1 ULP). Real DirectML

@@ -10,8 +10,8 @@ from dmlconform.feature_levels import SupportRow, SupportTable
 from dmlconform.ops._select import ElementwiseSelectGrad
 from dmlconform.ops.base import Description
 
-# The seed page's tables (normative). dml-semantics.md §3 notes the feature-level history claims
-# 4-D only before 3_1; the seed page says 1 to 8 from 3_0, and the seed wins.
+# The operator page's tables (docs/reference/operators.md). DirectML's feature-level history claims
+# 4-D only before 3_1; the operator page says 1 to 8 from 3_0, and the operator page wins.
 SUPPORT = SupportTable((
     SupportRow(L.L3_0, 1, 8, frozenset({T.FLOAT32, T.FLOAT16})),
     SupportRow(L.L4_0, 1, 8, frozenset({T.FLOAT32, T.FLOAT16})),

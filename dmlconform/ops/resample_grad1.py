@@ -5,7 +5,7 @@ computed in float32. NEAREST_NEIGHBOR takes floor(x) (DECREASING) or ceil(x) (IN
 the edge; LINEAR takes floor(x) and floor(x)+1 with weights 1-t and t, each clamped. Resampling is
 separable, so the forward is dY = X ×_a W_a over every dimension a and the gradient is dX = dY ×_a W_aᵀ.
 
-Which offsets the gradient's fields mean is undocumented (contract §2): `literal` reads them as the
+Which offsets the gradient's fields mean is undocumented (docs/reference/operators.md): `literal` reads them as the
 forward's; `swapped` reads the gradient's InputPixelOffsets as the forward's OutputPixelOffsets and
 vice versa. The two agree wherever the offsets are equal.
 """

@@ -296,7 +296,8 @@ def _fingerprint(run: RunResult) -> str:
         return ""
     rows = "".join(f"<tr><td>{escape(name)}</td><td>{escape(verdicts[name])}</td></tr>" for name in sorted(verdicts))
     return ('<section id="fingerprint"><h2>Behaviour fingerprint</h2><p class="dim">the candidate each undocumented '
-            f"behaviour followed (contract §2)</p><table><tr><th>behaviour</th><th>followed</th></tr>{rows}</table>"
+            "behaviour followed (docs/reference/operators.md)</p>"
+            f"<table><tr><th>behaviour</th><th>followed</th></tr>{rows}</table>"
             "</section>")
 
 

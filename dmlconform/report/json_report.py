@@ -1,4 +1,4 @@
-"""The JSON result, format dmlconform-result/v1 (contract §7), written atomically.
+"""The JSON result, format dmlconform-result/v1 (docs/reference/results.md), written atomically.
 
 The run's fields are indented; each case is one line. That reads well in a terminal, greps and diffs a case per
 line, and lets `json` use its C encoder for the cases, which are almost all of the bytes (indenting them makes

@@ -10,7 +10,7 @@ Transitions (piglit's regression/fix, deqp-runner's changed failures):
 * changed failure — failed before and fails another way now (FAIL→CRASH);
 * fix — failed (or was flaky) before, matches now;
 * flaky — matched before, FLAKE now (runs disagree; like `run`, not a failure);
-* behaviour — matched both times, but another candidate (contract §2) than before;
+* behaviour — matched both times, but another candidate (docs/reference/operators.md) than before;
 * new / vanished — in one run only; not compared — SKIPPED or NOT_RUN on either side.
 Regressions and changed failures make `dmlconform diff` exit 1.
 
@@ -161,7 +161,8 @@ class RunDiff:
     #: Cases in both runs with the same status and the same numbers.
     unchanged: int
     compared: int
-    #: The behaviour fingerprint (contract §2) where the two runs differ: behaviour, old reading, new reading.
+    #: The behaviour fingerprint (docs/reference/operators.md) where the two runs differ: behaviour, old reading,
+    #: new reading.
     behaviours: list[FieldChange] = field(default_factory=list)
 
     @property

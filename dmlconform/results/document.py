@@ -1,4 +1,4 @@
-"""The JSON result document, format dmlconform-result/v1 (contract §7), both ways.
+"""The JSON result document, format dmlconform-result/v1 (docs/reference/results.md), both ways.
 
 Fields beyond the contract's are additions (v1 readers ignore them): per case `index`, `attempts`,
 `baseline`, `expectation`, `moved`, `closeness`, `ulp_histogram`, `artifacts`, `waiver`, `output_sha256` (what

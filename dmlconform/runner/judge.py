@@ -28,7 +28,7 @@ def judge_outcome(case: Case, outcome: Outcome, target: FeatureLevel) -> CaseRes
         result.output_sha256 = _digest(case, outcome.outputs)
     result.required = case.required_level <= target
     if not result.required:
-        # Contract §4: cases above the judged level run and are reported as not required; what they came
+        # docs/reference/verdicts.md: cases above the judged level run and are reported as not required; what they came
         # to stays in `outcome`, so verdicts at higher levels can still be shown.
         result.outcome, result.status = result.status, Status.NOT_REQUIRED
         result.message = f"{result.outcome.value} (required from {case.required_level}): {result.message}"

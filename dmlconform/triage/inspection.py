@@ -65,7 +65,7 @@ class Term:
 
 @dataclass(frozen=True)
 class Accumulated:
-    """The reference's accumulation data at one output element (contract §3)."""
+    """The reference's accumulation data at one output element (docs/reference/comparison.md)."""
 
     count: int  # n
     abs_sum: float  # M = Σ|t_i|
@@ -180,7 +180,8 @@ def rule_lines(tolerance: Tolerance, dtype: DataType) -> list[str]:
         return [f"ulp:{tolerance.ulps}: every element within {tolerance.ulps} ULP of the expected value, on the "
                 f"sign-magnitude integer line of {dtype.name} (a NaN only matches a NaN, an infinity only itself)"]
     k = "K = (n − 1) + 2f" if tolerance.k is None else f"K = {tolerance.k:g} (given by the case)"
-    return [f"{tolerance}: contract §3 (docs/tolerances.md), per output element with n terms t = w·dy:",
+    return [f"{tolerance}: docs/reference/comparison.md (derivation: docs/tolerances.md), per output element "
+            "with n terms t = w·dy:",
             "  n = 0: only ±0 (nothing may appear where nothing lands)",
             "  n = 1 with weight ±1 (a copy): exact",
             f"  otherwise |actual − golden| <= γ_K·M + ½·ulp(golden) + U, {k}, γ_K = K·u/(1 − K·u), "

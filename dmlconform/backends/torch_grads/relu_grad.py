@@ -2,8 +2,8 @@
 
 `torch.relu`'s backward is `threshold_backward(dY, relu(X), 0)`: `relu(X) <= 0 ? 0 : dY`, a select, so X = ±0
 gives 0 and a NaN or infinite dY where X <= 0 gives 0, as DirectML's `X > 0 ? dY : 0` does. Where X is NaN,
-relu(X) is NaN and the gradient passes: PyTorch follows the `nan-passes` reading (contract §2). Integers
-(INT8, INT16, INT32) have no autograd; the select `X > 0` runs directly in the data type.
+relu(X) is NaN and the gradient passes: PyTorch follows the `nan-passes` reading (docs/reference/operators.md).
+Integers (INT8, INT16, INT32) have no autograd; the select `X > 0` runs directly in the data type.
 """
 
 from __future__ import annotations

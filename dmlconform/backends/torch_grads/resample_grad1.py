@@ -20,8 +20,8 @@ Per axis, the forward is:
   PyTorch's upsample kernels read them: the `zero-weights-read` reading.
 
 Offsets follow the reference's default reading (`swapped`, DirectML's: the gradient's fields are named after its
-own tensors) unless a variant names the other (`literal`: they mean the forward's; contract §2). Everything runs
-in the data type on the device.
+own tensors) unless a variant names the other (`literal`: they mean the forward's; docs/reference/operators.md).
+Everything runs in the data type on the device.
 """
 
 from __future__ import annotations

@@ -186,8 +186,8 @@ def select_nan(family: Family, tier: Tier) -> Iterator[Plan]:
         yield Plan(case_id, (index,), make)
 
 
-#: What an fp32-denormal case holds, and the behaviour it reports (contract §2; D3D11 lets fp32 arithmetic flush
-#: denormals, comparisons included, while moves of data must keep them).
+#: What an fp32-denormal case holds, and the behaviour it reports (docs/reference/operators.md; D3D11 lets fp32
+#: arithmetic flush denormals, comparisons included, while moves of data must keep them).
 DENORMAL_PLACES = ("x", "dy", "both")
 DENORMAL_BEHAVIOUR = {"x": "fp32-denormal-input", "dy": "fp32-denormal-gradient",
                       "both": "fp32-denormal-input-and-gradient"}

@@ -3,8 +3,8 @@
 X is drawn in four styles: distinct values (one winner per window), ties from a few levels (the lowest
 flat index must win), all negative values (a padding tap, read as 0, must never win) and edge values
 (±inf and the type's extremes). Gradients are distinct and non-zero. A geometry whose windows include
-some that cover only padding becomes a candidate case (`dropped` or `edge-clamped`, contract §2) with
-integer gradients, whose sums every summation order computes exactly.
+some that cover only padding becomes a candidate case (`dropped` or `edge-clamped`; docs/reference/operators.md)
+with integer gradients, whose sums every summation order computes exactly.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Scales cover up- and down-sampling by integer and non-integer factors (some, like 1/3, not exact in
 float32), the identity, both modes and both rounding directions. Offsets are equal on every axis (one answer)
-or unequal (candidates `literal` and `swapped`, contract §2, kept only where the two readings differ).
+or unequal (candidates `literal` and `swapped`, docs/reference/operators.md, kept only where the two readings
+differ).
 Gradients are distinct, non-zero and moderate, so no summation order can overflow.
 """
 
