@@ -59,3 +59,27 @@ def test_the_comparison_with_the_definition_can_fail() -> None:
     own_level_only = [LevelVerdict(v.level, sum(1 for r in results if r.required_level is v.level), v.matched,
                                    v.claimed, v.known_failures, v.waived) for v in level_verdicts(results, FeatureLevel.L6_4)]
     assert own_level_only != by_definition(results, FeatureLevel.L6_4)
+
+
+def _behaviour_case(number: int, behaviour: str, *matched: str, status: Status = Status.PASS) -> CaseResult:
+    return CaseResult(f"c{number}", "MAX_POOLING_GRAD", "FLOAT32", 4, FeatureLevel.parse("3_0"), status,
+                      matched=matched[0] if matched else None, matched_all=matched, behaviour=behaviour)
+
+
+def test_a_nan_reading_of_a_not_pooled_size_case_is_filed_under_the_nan_behaviour() -> None:
+    """The reference computes every not-pooled-size case; two of them hold NaN and match `nan-ignored`: that is a
+    reading of maxpool-nan-input, and `computed` for the gradient's size (it read `computed ×81, nan-ignored ×2`)."""
+    from dmlconform.verdicts import fingerprint
+
+    size, nan = "maxpool-gradient-not-pooled-size", "maxpool-nan-input"
+    results = [_behaviour_case(n, size, "computed") for n in range(81)]
+    results += [_behaviour_case(81, size, "nan-ignored"), _behaviour_case(82, size, "nan-ignored", "nan-sticks")]
+    results += [_behaviour_case(83, nan, "nan-ignored")]
+    assert fingerprint(results) == {size: "computed", nan: "nan-ignored"}
+    # DirectML refuses them all: the NaN reading is then not known from these cases.
+    refused = [_behaviour_case(n, size, "refused") for n in range(3)]
+    assert fingerprint([*refused, _behaviour_case(9, nan, "nan-ignored")]) == {size: "refused", nan: "nan-ignored"}
+    assert fingerprint([*refused, _behaviour_case(8, size, "nan-ignored")]) == {size: "mixed: computed ×1, refused ×3",
+                                                                               nan: "nan-ignored"}
+    failed = _behaviour_case(7, size, status=Status.FAIL)
+    assert fingerprint([failed]) == {size: "none (FAIL)"}

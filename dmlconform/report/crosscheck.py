@@ -102,7 +102,23 @@ def _candidate_splits(run: CrosscheckRun, console: Console) -> None:
                   "right answer; not a disagreement):")
     for case in split:
         followed = ", ".join(f"{t.backend}={t.matched}" for t in case.takes if t.matched)
-        console.print(f"  {case.id} [{case.behaviour}]: {followed}", markup=False, highlight=False)
+        console.print(f"  {case.id} [{split_behaviour(case)}]: {followed}", markup=False, highlight=False)
+
+
+def split_behaviour(case: CaseCrosscheck) -> str:
+    """The behaviour whose readings the backends differ in: the case's own, or the one nested in it (a NaN reading of
+    a not-pooled-size MaxPoolingGrad case is maxpool-nan-input's, verdicts.NESTED_BEHAVIOURS)."""
+    from dmlconform.verdicts import behaviour_readings
+
+    if case.behaviour is None:
+        return ""
+    readings: dict[str, set[str]] = {}
+    for take in case.takes:
+        if take.matched:
+            for name, reading in behaviour_readings(case.behaviour, take.matched).items():
+                readings.setdefault(name, set()).add(reading)
+    differing = [name for name, seen in readings.items() if len(seen) > 1]
+    return ", ".join(differing) or case.behaviour
 
 
 def _disagreements(run: CrosscheckRun, console: Console, shown: int) -> None:

@@ -37,6 +37,7 @@ from dmlconform.compare.agreement import agreement
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.runner import backend_outcome
 from dmlconform.runner.judge import judge_outcome
+from dmlconform.verdicts import behaviour_readings
 
 
 class Verdict(Enum):
@@ -165,12 +166,19 @@ def _take(label: str, result: CaseResult, outcome: Outcome, elapsed: float) -> B
 def _explanation(case: Case, backend: Backend, take: BackendTake) -> str:
     if take.status.matched or case.behaviour is None:
         return ""
-    reading = getattr(backend, "readings", {}).get(case.behaviour)
-    if reading is None or reading in case.candidates:
-        return ""
-    listed = ", ".join(case.candidates) or "one answer"
-    return (f"{take.backend} follows '{reading}' for {case.behaviour}, which this case does not list "
-            f"(candidates: {listed})")
+    readings = getattr(backend, "readings", {})
+    # The behaviours the case's candidates answer: its own, and one nested in it (verdicts.NESTED_BEHAVIOURS: a
+    # not-pooled-size MaxPoolingGrad case with NaN in X lists the NaN readings).
+    behaviours = dict.fromkeys(name for candidate in case.candidates
+                               for name in behaviour_readings(case.behaviour, candidate) if name != case.behaviour)
+    for behaviour in [*behaviours, case.behaviour]:
+        reading = readings.get(behaviour)
+        if reading is None or reading in case.candidates:
+            continue
+        listed = ", ".join(case.candidates) or "one answer"
+        return (f"{take.backend} follows '{reading}' for {behaviour}, which this case does not list "
+                f"(candidates: {listed})")
+    return ""
 
 
 def _compare_pairs(case: Case, outputs: dict[str, Tensors]) -> list[PairComparison]:

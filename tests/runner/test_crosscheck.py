@@ -202,3 +202,26 @@ def test_the_scanned_tier_all_agrees_on_numpy_onnxruntime_and_torch(scanned_case
         (c.id, c.verdict.value, c.note) for c in run.cases if c.verdict is not Verdict.ALL_AGREE]
     split = {c.id for c in run.cases if "different candidates" in c.note}
     assert "relu_grad.edge/nan-x" in split  # torch passes the gradient where X is NaN, the reference does not
+
+
+def _nan_case_of_another_size() -> Case:
+    """The smoke tier's MaxPoolingGrad case whose gradient is not the pooled size and whose X holds NaN."""
+    from dmlconform.suite.loader import load_paths
+
+    path = Path(__file__).resolve().parents[2] / "test_vectors" / "smoke" / "max_pooling_grad.yaml"
+    return next(c for c in load_paths([path]) if c.id == "pairs-002-float16-r4")
+
+
+def test_a_nan_reading_of_a_not_pooled_size_case_is_labelled_and_explained_as_maxpool_nan_input():
+    from dmlconform.report.crosscheck import split_behaviour
+
+    case = _nan_case_of_another_size()
+    assert case.behaviour == "maxpool-gradient-not-pooled-size" and "nan-sticks" in case.candidates
+    sticks = Scripted("numpy:nan-sticks")
+    sticks.reference = create_backend("numpy", BackendOptions(variant="nan-sticks"))
+    result = check(case, Scripted("numpy"), sticks)
+    assert result.verdict is Verdict.ALL_AGREE and split_behaviour(result) == "maxpool-nan-input"
+    odd = Scripted("odd", change=other_bump, readings={"maxpool-nan-input": "nan-wins-first"})
+    result = check(case, Scripted("a"), Scripted("b"), odd)
+    assert result.verdict is Verdict.BACKEND_DIFFERS and result.explained
+    assert "odd follows 'nan-wins-first' for maxpool-nan-input" in result.note
