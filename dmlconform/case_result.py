@@ -73,6 +73,19 @@ class AppliedWaiver:
     date: str
 
 
+@dataclass(frozen=True)
+class AppliedKnownIssue:
+    """The known issue of a DirectML release a case fell under (dmlconform.known_issues has the whole one)."""
+
+    id: str
+    #: The DirectML release whose list it is in, e.g. 1.15.4.
+    release: str
+    title: str
+    reference: str
+    #: How the run applied it: on (a pass is UNEXPECTED_PASS but does not fail the run) or strict (it does).
+    mode: str = "on"
+
+
 @dataclass
 class CaseResult:
     id: str
@@ -119,6 +132,9 @@ class CaseResult:
     artifacts: dict[str, str] = field(default_factory=dict)
     #: Certification: the waiver this case's failure is covered by (status WAIVED).
     waiver: AppliedWaiver | None = None
+    #: The DirectML release's known issue the case falls under (EXPECTED_FAIL, UNEXPECTED_PASS, or WAIVED in a
+    #: certification), or that it was expected to fall under and did not (a different failure).
+    known_issue: AppliedKnownIssue | None = None
     #: SHA-256 of every output the backend returned, in the operator's output order (name, NumPy data type name,
     #: shape, then the C-order little-endian bytes: dmlconform.output_digest.output_sha256 defines it exactly); with
     #: repeats, the first run's. None where the backend returned no outputs (a refusal, a crash), or in results
@@ -127,3 +143,11 @@ class CaseResult:
     #: What the backend returned, carried from the worker to the parent only while artifacts are being kept;
     #: never written to a result.
     actual_outputs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def acceptable(self) -> bool:
+        """Does not make the run fail: an acceptable status, or a DirectML known issue that did not reproduce where
+        the run was not strict about it (it is still reported, as UNEXPECTED_PASS)."""
+        if self.status is Status.UNEXPECTED_PASS and self.known_issue is not None:
+            return self.known_issue.mode != "strict"
+        return self.status.acceptable

@@ -47,6 +47,26 @@ class ExpectationFile:
     sha256: str
 
 
+@dataclass(frozen=True)
+class KnownIssueRecord:
+    """Which known issues of a DirectML release a run applied (dmlconform.known_issues), or why none."""
+
+    #: on | off | strict (`--known-issues`).
+    mode: str
+    #: directml or onnxruntime-dml: what the DirectML release was loaded through.
+    backend: str
+    #: The release the backend loaded (None: its version could not be read).
+    release: str | None
+    #: The release whose issues were applied (None: none were), the list they came from and the digest of those
+    #: issues (known_issues.ReleaseIssues.sha256).
+    applied_release: str | None = None
+    source: str | None = None
+    sha256: str | None = None
+    issues: tuple[str, ...] = ()
+    #: One line: which list it used, or that it has none.
+    note: str = ""
+
+
 @dataclass
 class RunResult:
     backend: BackendInfo
@@ -67,10 +87,12 @@ class RunResult:
     #: A merged result: the shards it was made of, and those that were missing.
     shards: list[dict[str, Any]] = field(default_factory=list)
     missing_shards: list[int] = field(default_factory=list)
+    #: The DirectML release's known issues the run applied (None: the backend loads no DirectML).
+    known_issues: KnownIssueRecord | None = None
 
     @property
     def passed(self) -> bool:
-        return not self.interrupted and not self.missing_shards and all(r.status.acceptable for r in self.results)
+        return not self.interrupted and not self.missing_shards and all(r.acceptable for r in self.results)
 
 
 def summary(results: Iterable[CaseResult]) -> dict[str, int]:

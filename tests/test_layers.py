@@ -24,7 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "compare",
     "ops",
     "case case_result run_result backend_info harness_protocol ulp_histogram verdicts",
-    "suite directml interactions",
+    "suite directml interactions known_issues",
     "backends generation",
     "harness runner doctor",
     "results",

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from dmlconform.case import Case
     from dmlconform.feature_levels import FeatureLevel
+    from dmlconform.known_issues import KnownIssueChoice
     from dmlconform.results.expectations import Expectations
     from dmlconform.run_result import RunResult, Shard
     from dmlconform.suite.limits import SuiteLimits
@@ -125,6 +126,39 @@ def directml_options(command: Callable[..., object]) -> Callable[..., object]:
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def known_issue_options(command: Callable[..., object]) -> Callable[..., object]:
+    """The DirectML release's known issues (docs/known-issues.md), given to the command as `known_issues`,
+    `known_issues_file` and `known_issues_release`."""
+    options = (
+        click.option("--known-issues", "known_issues", default="on", show_default=True,
+                     type=click.Choice(["on", "off", "strict"]),
+                     help="The known issues of the DirectML release the directml backend or --ep dml loads: on, a "
+                     "case one explains is EXPECTED_FAIL and does not fail the run; off, it counts as a failure; "
+                     "strict, as on, and one that passes (UNEXPECTED_PASS) fails the run."),
+        click.option("--known-issues-file", "known_issues_file", metavar="FILE",
+                     type=click.Path(path_type=Path, dir_okay=False),
+                     help="A known-issue list of your own (format dmlconform-known-issues/v1) instead of the one "
+                     "this dmlconform ships."),
+        click.option("--known-issues-release", "known_issues_release", metavar="V",
+                     help="Apply DirectML V's known issues whatever the DLL says it is (a DLL given by path, a "
+                     "private build)."),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def known_issue_choice(mode: str, file: Path | None, release: str | None) -> KnownIssueChoice:
+    """The choice, its list read and checked: a malformed file or an unknown release is one line, exit 2."""
+    from dmlconform.known_issues import KnownIssueChoice, KnownIssueError, Mode, load_known_issues
+
+    try:
+        listing = load_known_issues(file) if file is not None else None
+        return KnownIssueChoice(Mode(mode), listing, release).checked()
+    except KnownIssueError as exc:
+        fail(str(exc))
 
 
 def check_session_config(entries: tuple[str, ...]) -> tuple[str, ...]:

@@ -17,6 +17,8 @@ from dmlconform.cli.common import (
     check_session_config,
     directml_options,
     fail,
+    known_issue_choice,
+    known_issue_options,
     make_console,
     parse_level,
     parse_shard_option,
@@ -91,6 +93,7 @@ if TYPE_CHECKING:
 @click.option("--meta", "history_meta", multiple=True, metavar="KEY=VALUE", help="With --record: metadata of the run "
               "(build, branch, commit, CI job URL). Repeatable.")
 @directml_options
+@known_issue_options
 @suite_limit_option
 def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expression: str | None,
         json_path: Path | None, junit_path: Path | None, jobs: int, shard_text: str | None,
@@ -100,8 +103,11 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
         html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
         record: bool, history_db: str | None, history_meta: tuple[str, ...],
         directml: str | None, directml_version: str | None, adapter: str | None, warp: bool,
-        session_config: tuple[str, ...], program_options: tuple[str, ...], suite_limits: SuiteLimits) -> None:
+        session_config: tuple[str, ...], program_options: tuple[str, ...], known_issues: str,
+        known_issues_file: Path | None, known_issues_release: str | None, suite_limits: SuiteLimits) -> None:
     """Run suite files or folders (default: the bundled test_vectors/) through a backend.
+
+    On the directml backend and --ep dml, the known issues of the DirectML release loaded are applied (--known-issues).
 
     Exit status: 0 every case came out as expected, 1 one did not, 2 unusable input or usage,
     130/143 stopped by SIGINT/SIGTERM (the reports are still written, with the rest NOT_RUN)."""
@@ -134,7 +140,8 @@ def _run(stop: StopRequest, early: EarlyStart | None, paths: tuple[Path, ...], b
          html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
          record: bool, history_db: str | None, history_meta: tuple[str, ...],
          directml: str | None, directml_version: str | None, adapter: str | None, warp: bool,
-         session_config: tuple[str, ...], program_options: tuple[str, ...], suite_limits: SuiteLimits) -> int:
+         session_config: tuple[str, ...], program_options: tuple[str, ...], known_issues: str,
+         known_issues_file: Path | None, known_issues_release: str | None, suite_limits: SuiteLimits) -> int:
     from dmlconform.backends.base import BackendOptions
     from dmlconform.cli.common import write_html_report
     from dmlconform.cli.execution import RunRequest, default_journal, execute, finish_closing
@@ -154,6 +161,7 @@ def _run(stop: StopRequest, early: EarlyStart | None, paths: tuple[Path, ...], b
     if artifacts_all and artifacts_dir is None:
         fail("--artifacts-all needs --artifacts DIR")
     meta = _history_meta(record, history_meta)
+    choice = known_issue_choice(known_issues, known_issues_file, known_issues_release)
     keep = KeepOutputs.NONE if artifacts_dir is None else KeepOutputs.ALL if artifacts_all else KeepOutputs.FAILING
     options = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, variant=variant, device=device,
                              directml=directml, directml_version=directml_version, adapter=adapter, warp=warp,
@@ -161,7 +169,7 @@ def _run(stop: StopRequest, early: EarlyStart | None, paths: tuple[Path, ...], b
     request = RunRequest(paths, backend_name, options,
                          level, expression, tier_name, jobs, shard, journal_path or default_journal(json_path), resume,
                          expectations, retries, repeat, keep, artifacts_dir, json_path,
-                         suite_limits=suite_limits, early=early)
+                         suite_limits=suite_limits, early=early, known_issues=choice)
     console = make_console()
     run = execute(request, stop, console)
     render(run, console, failures_shown)

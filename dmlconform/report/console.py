@@ -35,6 +35,7 @@ def render(run: RunResult, console: Console, failures_shown: int = FAILURES_SHOW
     _fingerprint(run.results, console)
     _failures(run.results, console, failures_shown)
     _ci_overlay(run.results, console, failures_shown)
+    _known_issues(run, console, failures_shown)
     _moved(run, console, failures_shown)
     counts = ", ".join(f"{count} {status}" for status, count in sorted(summary(run.results).items()))
     if run.interrupted:
@@ -57,6 +58,8 @@ def _run_lines(run: RunResult, console: Console) -> None:
         console.print(f"resumed: {run.resumed} cases taken from the journal")
     for file in run.expectations:
         console.print(f"{file.kind}: {file.path} (sha256 {file.sha256[:12]}…)", markup=False, highlight=False)
+    if run.known_issues is not None:
+        console.print(f"known issues: {run.known_issues.note}", markup=False, highlight=False)
 
 
 def _level_table(results: list[CaseResult], levels: list[FeatureLevel], target: FeatureLevel) -> Table:
@@ -95,7 +98,13 @@ def _verdict_lines(run: RunResult, levels: list[FeatureLevel], console: Console)
         if verdict.level not in shown:
             continue
         answer = "[bold green]yes[/]" if verdict.conformant else "[bold red]no[/]"
-        if verdict.known_failures and verdict.known_failures == verdict.failing:
+        if verdict.only_known_issues:
+            # DirectML's own bugs are not the device's: say both, and keep the contract's answer (not every case
+            # matched).
+            releases = ", ".join(sorted({r.known_issue.release for r in run.results if r.known_issue is not None}))
+            answer = (f"[bold yellow]no, only DirectML {escape(releases)}'s {verdict.known_issues} known "
+                      "issue(s)[/] — [bold green]the device: yes[/]")
+        elif verdict.known_failures and verdict.known_failures == verdict.failing:
             # A baseline makes a run green, never a level conformant.
             answer = f"[bold yellow]no, only with {verdict.known_failures} known failure(s)[/]"
         elif verdict.waived and verdict.waived == verdict.failing:
@@ -108,6 +117,8 @@ def _verdict_lines(run: RunResult, levels: list[FeatureLevel], console: Console)
             detail += f", {verdict.known_failures} of them EXPECTED_FAIL"
         if verdict.waived:
             detail += f", {verdict.waived} of them WAIVED"
+        if verdict.known_issues:
+            detail += f", {verdict.known_issues} of them DirectML's known issues"
         prefix = "" if verdict.claimed else "[dim](not claimed)[/] "
         console.print(f"{prefix}conformant at {verdict.level}: {answer} ({detail})")
 
@@ -126,7 +137,7 @@ def _fingerprint(results: list[CaseResult], console: Console) -> None:
 
 
 def _failures(results: list[CaseResult], console: Console, limit: int) -> None:
-    bad = [r for r in results if not r.status.acceptable and r.status is not Status.NOT_RUN]
+    bad = [r for r in results if not r.acceptable and r.status is not Status.NOT_RUN]
     not_run = sum(1 for r in results if r.status is Status.NOT_RUN)
     if not_run:
         console.print(f"[bold yellow]{not_run} case(s) not run[/] (status NOT_RUN; `--resume` runs them)")
@@ -156,7 +167,7 @@ def _ci_overlay(results: list[CaseResult], console: Console, limit: int) -> None
                           (Status.EXPECTED_FAIL, "known failures from the baseline"),
                           (Status.WAIVED, "failures covered by a certification waiver"),
                           (Status.SKIPPED, "skipped by a skip list")):
-        hits = [r for r in results if r.status is status]
+        hits = [r for r in results if r.status is status and r.known_issue is None]
         if not hits:
             continue
         console.print(f"[bold yellow]{len(hits)} {status.value}[/]: {title}")
@@ -169,6 +180,42 @@ def _ci_overlay(results: list[CaseResult], console: Console, limit: int) -> None
                              f"{escape(waiver.reason)})[/]" if waiver else ""))
         if len(hits) > limit:
             console.print(f"  ... and {len(hits) - limit} more")
+
+
+def _known_issues(run: RunResult, console: Console, limit: int) -> None:
+    """The cases that hit the DirectML release's known issues: one summary line, then each issue with its cases;
+    known issues that did not reproduce after it."""
+    hits = [r for r in run.results if r.known_issue is not None and r.status in (Status.EXPECTED_FAIL, Status.WAIVED)]
+    passes = [r for r in run.results if r.known_issue is not None and r.status is Status.UNEXPECTED_PASS]
+    if hits:
+        releases = ", ".join(sorted({r.known_issue.release for r in hits if r.known_issue}))
+        by_issue: dict[str, list[CaseResult]] = {}
+        for result in hits:
+            assert result.known_issue is not None
+            by_issue.setdefault(result.known_issue.id, []).append(result)
+        listed = ", ".join(f"{issue_id} ×{len(cases)}" for issue_id, cases in by_issue.items())
+        console.print(f"[bold yellow]{len(hits)} case(s) hit DirectML {escape(releases)}'s known issues, not this "
+                      f"device's[/]: {escape(listed)}")
+        for issue_id, cases in by_issue.items():
+            issue = cases[0].known_issue
+            assert issue is not None
+            console.print(f"  {escape(issue_id)}: {escape(issue.title)} [dim]({escape(issue.reference)})[/]")
+            for result in cases[:limit]:
+                raw = result.outcome.value if result.outcome else "?"
+                console.print(f"    {escape(result.id)} [dim]({raw})[/]")
+            if len(cases) > limit:
+                console.print(f"    ... and {len(cases) - limit} more")
+    if passes:
+        strict = any(r.known_issue is not None and r.known_issue.mode == "strict" for r in passes)
+        effect = "fails the run (--known-issues strict)" if strict else \
+            "listed; fails the run only with --known-issues strict"
+        console.print(f"[bold yellow]{len(passes)} UNEXPECTED_PASS[/]: known issues that did not reproduce "
+                      f"(the release may not have them here, or the case changed; {effect})")
+        for result in passes[:limit]:
+            assert result.known_issue is not None
+            console.print(f"  {escape(result.id)} [dim]({escape(result.known_issue.id)})[/]")
+        if len(passes) > limit:
+            console.print(f"  ... and {len(passes) - limit} more")
 
 
 def _moved(run: RunResult, console: Console, limit: int) -> None:

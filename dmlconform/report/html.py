@@ -238,7 +238,7 @@ def _case_block(result: CaseResult, open_: bool) -> str:
 
 
 def _failures(run: RunResult) -> str:
-    bad = [r for r in run.results if not r.status.acceptable and r.status is not Status.NOT_RUN]
+    bad = [r for r in run.results if not r.acceptable and r.status is not Status.NOT_RUN]
     not_run = sum(1 for r in run.results if r.status is Status.NOT_RUN)
     parts = [f'<section id="failures"><h2>Failing cases ({len(bad)})</h2>']
     if not_run:

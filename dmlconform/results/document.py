@@ -2,10 +2,11 @@
 
 Fields beyond the contract's are additions (v1 readers ignore them): per case `index`, `attempts`,
 `baseline`, `expectation`, `moved`, `closeness`, `ulp_histogram`, `artifacts`, `waiver`, `output_sha256` (what
-the backend returned, as dmlconform.output_digest defines it); at the top level `suite`, `shard`, `settings`,
-`expectations`, `interrupted`, `resumed`, `shards`, `missing_shards`, `determinism`; per level `waived`. Files
-written before an addition read back with its default (`closeness` None, no histogram, no artifacts, no waiver,
-no digest).
+the backend returned, as dmlconform.output_digest defines it), `known_issue` (the DirectML release's known issue the
+case fell under); at the top level `suite`, `shard`, `settings`, `expectations`, `interrupted`, `resumed`, `shards`,
+`missing_shards`, `determinism`, `known_issues` (which list the run applied, or why none); per level `waived` and
+`known_issues`. Files written before an addition read back with its default (`closeness` None, no histogram, no
+artifacts, no waiver, no digest, no known issue).
 
 WAIVED (certification) is not one of the contract's v1 statuses: a waived case is written with the status it
 came to (FAIL, CRASH, ...) and its `waiver` beside it, and read back as WAIVED. A v1 reader sees the failure,
@@ -22,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from dmlconform.backend_info import BackendInfo
-from dmlconform.case_result import AppliedWaiver, CaseResult, MovedElement, Status
+from dmlconform.case_result import AppliedKnownIssue, AppliedWaiver, CaseResult, MovedElement, Status
 from dmlconform.compare.comparator import Element
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.output_digest import DIGEST_PATTERN
 from dmlconform.results import ResultsError
-from dmlconform.run_result import ExpectationFile, RunResult, Shard, SuiteInfo, summary
+from dmlconform.run_result import ExpectationFile, KnownIssueRecord, RunResult, Shard, SuiteInfo, summary
 from dmlconform.suite.shard import MAX_SHARDS
 from dmlconform.ulp_histogram import UlpBucket
 from dmlconform.verdicts import fingerprint, level_verdicts
@@ -89,7 +90,21 @@ def case_json(result: CaseResult) -> dict[str, Any]:
                                                       "granted_by": result.waiver.granted_by,
                                                       "date": result.waiver.date},
         "output_sha256": result.output_sha256,
+        "known_issue": None if result.known_issue is None else known_issue_json(result.known_issue),
     }
+
+
+def known_issue_json(issue: AppliedKnownIssue) -> dict[str, str]:
+    return {"id": issue.id, "release": issue.release, "title": issue.title, "reference": issue.reference,
+            "mode": issue.mode}
+
+
+def known_issues_json(record: KnownIssueRecord | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    return {"mode": record.mode, "backend": record.backend, "release": record.release,
+            "applied_release": record.applied_release, "source": record.source, "sha256": record.sha256,
+            "issues": list(record.issues), "note": record.note}
 
 
 def configuration(run: RunResult) -> dict[str, Any]:
@@ -123,7 +138,8 @@ def to_document(run: RunResult) -> dict[str, Any]:
         "summary": summary(replace(r, status=written_status(r)[0]) for r in run.results),
         "feature_levels": {
             v.level.label: {"required": v.required, "matched": v.matched, "conformant": v.conformant,
-                            "claimed": v.claimed, "known_failures": v.known_failures, "waived": v.waived}
+                            "claimed": v.claimed, "known_failures": v.known_failures, "waived": v.waived,
+                            "known_issues": v.known_issues}
             for v in level_verdicts(run.results, run.target_level)
         },
         "behaviour_fingerprint": fingerprint(run.results),
@@ -137,6 +153,7 @@ def to_document(run: RunResult) -> dict[str, Any]:
         "missing_shards": run.missing_shards,
         "determinism": {"repeat": run.settings.get("repeat", 1),
                         "nondeterministic": [r.id for r in run.results if r.moved_count]},
+        "known_issues": known_issues_json(run.known_issues),
         "cases": [case_json(r) for r in run.results],
     }
 
@@ -298,6 +315,12 @@ def from_document(data: object, path: object) -> RunResult:
     run.missing_shards = top.get("missing_shards", list, True, [])
     if not all(isinstance(n, int) and not isinstance(n, bool) for n in run.missing_shards):
         raise top.fail("missing_shards", "must be a list of shard numbers")
+    record = top.child("known_issues", optional=True)
+    if record is not None:
+        run.known_issues = KnownIssueRecord(
+            record.get("mode", str), record.get("backend", str), record.get("release", str, True),
+            record.get("applied_release", str, True), record.get("source", str, True),
+            record.get("sha256", str, True), record.items("issues", str, True) or (), record.get("note", str, True, ""))
     return run
 
 
@@ -349,6 +372,14 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
         waiver = AppliedWaiver(entry.get("id", str), entry.get("reason", str), entry.get("granted_by", str),
                                entry.get("date", str))
         status, outcome = Status.WAIVED, status
+    known_issue = None
+    entry = case.child("known_issue", optional=True)
+    if entry is not None:
+        mode = entry.get("mode", str, True, "on")
+        if mode not in ("on", "strict"):
+            raise entry.fail("mode", f"is {mode!r}, not on or strict")
+        known_issue = AppliedKnownIssue(entry.get("id", str), entry.get("release", str), entry.get("title", str),
+                                        entry.get("reference", str), mode)
     return CaseResult(
         case.get("id", str), case.get("op", str), case.get("dtype", str), case.count("rank"),
         case.level("required_feature_level"), status, required=case.get("required", bool, True, True),
@@ -363,7 +394,7 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
         baseline=case.status("baseline", optional=True), expectation=case.get("expectation", str, True),
         moved=moved, moved_count=case.count("moved_count", True, 0),
         closeness=_closeness(case), ulp_histogram=histogram, artifacts=dict(artifacts), waiver=waiver,
-        output_sha256=_output_sha256(case))
+        output_sha256=_output_sha256(case), known_issue=known_issue)
 
 
 def _closeness(case: _Reader) -> float | None:

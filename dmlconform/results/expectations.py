@@ -6,6 +6,11 @@
   case, with deqp-runner's spellings (Fail, Crash, Timeout, NotSupported) accepted.
 * Skips (`--skip`) and flakes (`--flakes`): one regular expression per line, searched in the case id.
 Blank lines and lines starting with `#` are ignored everywhere.
+
+Beside them, the known issues of the DirectML release the backend loaded (dmlconform.known_issues), set once the
+backend has said which release that is (`with_known_issues`): a case the user's baseline lists is the baseline's;
+otherwise a failure a known issue explains is EXPECTED_FAIL with the issue beside it, and a pass of an `always` issue
+UNEXPECTED_PASS (failing the run only in strict mode).
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from dmlconform.case_result import FAILURES, CaseResult, Status
+from dmlconform.case_result import FAILURES, AppliedKnownIssue, CaseResult, Status
+from dmlconform.known_issues import KnownIssue, Mode, Occurs, ReleaseIssues
 from dmlconform.results import ResultsError
 from dmlconform.run_result import ExpectationFile
 
@@ -36,6 +42,12 @@ class Expectations:
     skips: list[_Entry] = field(default_factory=list)
     flakes: list[_Entry] = field(default_factory=list)
     files: list[ExpectationFile] = field(default_factory=list)
+    #: The loaded DirectML release's known issues, and how they are applied (None: not applied).
+    known_issues: ReleaseIssues | None = None
+    known_issue_mode: Mode = Mode.OFF
+
+    def with_known_issues(self, issues: ReleaseIssues | None, mode: Mode) -> Expectations:
+        return replace(self, known_issues=issues if mode is not Mode.OFF else None, known_issue_mode=mode)
 
     # -- lookups -----------------------------------------------------------------------------------
     def expected_failure(self, case_id: str) -> _Entry | None:
@@ -53,7 +65,7 @@ class Expectations:
     # -- the overlay -------------------------------------------------------------------------------
     def needs_retry(self, result: CaseResult) -> bool:
         """A run that did not come out as expected is tried again (when retries are allowed)."""
-        return not self.overlay(result).status.acceptable
+        return not self.overlay(result).acceptable
 
     def settle(self, attempts: list[CaseResult]) -> CaseResult:
         """One result from a case's attempts (each possibly of several repeats).
@@ -62,7 +74,7 @@ class Expectations:
         Runs that all fail, even in different ways (FAIL then CRASH), are a failure, not a flake."""
         settled = [self.overlay(a) for a in attempts]
         runs = tuple(s for a in attempts for s in a.attempts) or tuple(_raw(a) for a in attempts)
-        first_bad = next((s for s in settled if not s.status.acceptable), None)
+        first_bad = next((s for s in settled if not s.acceptable), None)
         if first_bad is None:
             result = settled[0]
         else:
@@ -88,7 +100,7 @@ class Expectations:
         probe = replace(result, status=raw, outcome=None)
         if not result.required:
             return True
-        return self.overlay(probe).status.acceptable
+        return self.overlay(probe).acceptable
 
     def overlay(self, result: CaseResult) -> CaseResult:
         """The result as the baseline sees it: EXPECTED_FAIL, UNEXPECTED_PASS, a changed failure named."""
@@ -97,7 +109,7 @@ class Expectations:
         raw = _raw(result)
         entry = self.expected_failure(result.id)
         if entry is None:
-            return result
+            return self._known_issue_overlay(result, raw)
         assert entry.status is not None
         base = replace(result, baseline=entry.status, expectation=entry.source)
         if raw.matched:
@@ -110,6 +122,35 @@ class Expectations:
         return replace(base, status=raw, outcome=None,
                        message=f"changed failure {entry.status.value}→{raw.value} (baseline {entry.source}): "
                                f"{result.message}")
+
+
+    def _known_issue_overlay(self, result: CaseResult, raw: Status) -> CaseResult:
+        issues = self.known_issues
+        if issues is None:
+            return result
+        issue = issues.issue_for(result, raw)
+        if issue is None:
+            return result
+        applied = applied_issue(issue, issues.release, self.known_issue_mode)
+        name = f"DirectML {issues.release}'s known issue {issue.id}"
+        if raw.matched:
+            if issue.occurs is Occurs.SOMETIMES:
+                return result
+            return replace(result, status=Status.UNEXPECTED_PASS, outcome=raw, known_issue=applied,
+                           message=f"passes: {name} expects {'/'.join(s.value for s in issue.outcomes)} "
+                                   f"({issue.title}): {result.message}")
+        if issue.explains(result, raw):
+            return replace(result, status=Status.EXPECTED_FAIL, outcome=raw, known_issue=applied,
+                           message=f"{name} ({issue.title}): {result.message}")
+        return replace(result, status=raw, outcome=None, known_issue=applied,
+                       message=f"not {name}: it expects {'/'.join(s.value for s in issue.outcomes)}"
+                               f"{' with ' + repr(issue.message) if issue.message else ''}, this came to "
+                               f"{raw.value}: {result.message}")
+
+
+def applied_issue(issue: KnownIssue, release: str, mode: Mode) -> AppliedKnownIssue:
+    return AppliedKnownIssue(issue.id, release, issue.title, issue.reference,
+                             "strict" if mode is Mode.STRICT else "on")
 
 
 def _raw(result: CaseResult) -> Status:
