@@ -67,7 +67,7 @@ from dmlconform.run_result import RunResult
 from dmlconform.runner import default_retries
 from dmlconform.runner.judge import judge_outcome
 from dmlconform.suite.fingerprint import selection_fingerprint
-from dmlconform.suite.shard import shard_positions
+from dmlconform.suite.shard import MAX_SHARDS, shard_assignment, shard_positions
 from dmlconform.verdicts import effective_status
 
 #: Room for a .npy header beside the data an output can hold.
@@ -178,6 +178,18 @@ def _read_json(folder: Path, name: str, problems: list[Problem]) -> object:
         return None
 
 
+def _missing_shards(records: object) -> tuple[list[int], int]:
+    """The shard numbers of 1..N that certification.json's `shards` does not list, and N; ([], 0) when it lists no
+    shards or is unreadable there (check_shards says so)."""
+    if not isinstance(records, list) or not records or not isinstance(records[0], dict):
+        return [], 0
+    count = records[0].get("count")
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_SHARDS:
+        return [], 0
+    listed = {r.get("index") for r in records if isinstance(r, dict)}
+    return [index for index in range(1, count + 1) if index not in listed], count
+
+
 class _Check:
     def __init__(self, opened: OpenedPackage, shipped: Shipped, keep_outputs: frozenset[str]) -> None:
         self.opened, self.shipped, self.keep_outputs = opened, shipped, keep_outputs
@@ -187,6 +199,9 @@ class _Check:
         self.document: dict[str, Any] = opened.document
         self.level: FeatureLevel = opened.level
         self.fingerprint = selection_fingerprint(shipped.cases)
+        #: The shards certification.json leaves out of 1..N, and N (0 when it lists none or is unreadable there).
+        self.missing_shards, self.shard_count = _missing_shards(self.document.get("shards"))
+        self._shards: list[int] | None = None
 
     def fail(self, where: str, message: str) -> None:
         self.verification.problems.append(_invalid(where, message))
@@ -210,6 +225,7 @@ class _Check:
             return
         self.verification.run = run
         self.check_environment(run)
+        self.check_missing_shards()
         self.check_run(run, raw)
         self.check_cases(run)
         waivers = self.check_waivers(run, granted)
@@ -313,7 +329,12 @@ class _Check:
                              "shard (dmlconform certify --merge)")
         for index in run.missing_shards:
             count = run.shards[0]["count"] if run.shards else "?"
-            self.fail(where, f"field missing_shards: shard {index}/{count} missing: its cases are not in the package")
+            if not self.shard_count:
+                self.fail(where, f"field missing_shards: shard {index}/{count} missing: its cases are not in the "
+                                 "package")
+            elif index not in self.missing_shards:  # the same shard missing is said once, by certification.json's
+                self.fail(where, f"field missing_shards: says shard {index}/{count} is missing; certification.json "
+                                 "lists it")
         if run.suite is None or run.suite.fingerprint != self.fingerprint:
             self.fail(where, f"field suite.fingerprint: is not the fingerprint of {self.shipped.name}")
         if run.suite is not None and run.suite.cases != len(self.shipped.cases):
@@ -345,7 +366,12 @@ class _Check:
             if result.index != position and same_selection:
                 self.fail(where, f"field index: is {result.index}, the case is number {position} of the selection")
             self.check_case(self.shipped.cases[position], result, where, referenced)
-        missing = [case.full_id for case in self.shipped.cases if case.full_id not in seen]
+        # The cases of a missing shard are said once, in the shard's own line (check_missing_shards), not one by one.
+        shards = self._shard_of_cases()
+        in_missing_shards = {case.full_id for case, shard in zip(self.shipped.cases, shards, strict=True)
+                             if shard in self.missing_shards}
+        missing = [case.full_id for case in self.shipped.cases
+                   if case.full_id not in seen and case.full_id not in in_missing_shards]
         for case_id in missing:
             self.fail(f"{RESULTS}: case {case_id}", f"missing: {self.shipped.name} has it and the package does not")
         order = [positions[r.id] for r in run.results if r.id in positions]
@@ -512,6 +538,22 @@ class _Check:
         return waivers
 
     # -- shards ---------------------------------------------------------------------------------------------
+    def _shard_of_cases(self) -> list[int]:
+        """The shard of each shipped case (`--shard I/N` of certification.json's N); zeros without shards."""
+        if self._shards is None:
+            self._shards = shard_assignment(self.shipped.cases, self.shard_count) if self.missing_shards else \
+                [0] * len(self.shipped.cases)
+        return self._shards
+
+    def check_missing_shards(self) -> None:
+        """One line per shard a merged package lacks, before anything else about the run: its cases are then
+        missing too, and are not listed one by one."""
+        shards = self._shard_of_cases()
+        for index in self.missing_shards:
+            cases = shards.count(index)
+            self.fail(CERTIFICATION, f"field shards: shard {index}/{self.shard_count} missing: its cases are not in "
+                                     f"the package ({cases} of {len(self.shipped.cases)}); the package is incomplete")
+
     def check_shards(self, run: RunResult) -> None:
         records = self.document.get("shards")
         if not isinstance(records, list):
@@ -525,11 +567,7 @@ class _Check:
         if not isinstance(count, int) or count < 1:
             self.fail(CERTIFICATION, "field shards[0].count: not a shard count")
             return
-        indexes = [r.get("index") for r in records if isinstance(r, dict)]
-        for index in range(1, count + 1):
-            if index not in indexes:
-                self.fail(CERTIFICATION, f"field shards: shard {index}/{count} missing: its cases are not in the "
-                                         "package")
+        indexes = [r.get("index") for r in records if isinstance(r, dict)]  # a missing one: check_missing_shards
         if sorted(indexes) != sorted(set(i for i in indexes if isinstance(i, int))) or len(indexes) != len(records):
             self.fail(CERTIFICATION, "field shards: a shard is listed twice")
         by_id = {r.id: r for r in run.results}

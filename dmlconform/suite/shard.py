@@ -8,6 +8,7 @@ suites were loaded or `-k` listed them in; each shard then runs its cases in sel
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Sequence
 
@@ -42,12 +43,17 @@ def estimated_cost(case: Case) -> int:
 
 def shard_positions(cases: Sequence[Case], index: int, count: int) -> list[int]:
     """Positions (in `cases`) of the cases in shard `index` (1-based) of `count`, in selection order."""
+    return [position for position, shard in enumerate(shard_assignment(cases, count)) if shard == index]
+
+
+def shard_assignment(cases: Sequence[Case], count: int) -> list[int]:
+    """The shard (1-based) of each case of `cases`, by position: the costliest case first, each to the shard with the
+    least load so far (the lowest number among equals)."""
     costs = [estimated_cost(case) for case in cases]
-    loads = [0] * count
-    mine = []
+    loads = [(0, shard) for shard in range(count)]  # a heap: the least (load, shard) first
+    assigned = [0] * len(cases)
     for position in sorted(range(len(cases)), key=lambda p: (-costs[p], cases[p].full_id)):
-        shard = min(range(count), key=lambda s: (loads[s], s))
-        loads[shard] += costs[position]
-        if shard == index - 1:
-            mine.append(position)
-    return sorted(mine)
+        load, shard = heapq.heappop(loads)
+        heapq.heappush(loads, (load + costs[position], shard))
+        assigned[position] = shard + 1
+    return assigned
