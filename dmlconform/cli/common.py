@@ -31,6 +31,24 @@ def bundled_suites() -> Path:
     return packaged if packaged.is_dir() else package.parent / "test_vectors"
 
 
+def suite_path(path: Path) -> Path:
+    """A PATH argument: the file or folder itself; where none is there, the bundled suite of that name, given as it is
+    in a checkout (test_vectors/max_pooling_grad) or by its name alone (max_pooling_grad, smoke/relu_grad.yaml), so
+    that the same command works from an installed wheel, anywhere. Unusable input (exit 2) when neither exists."""
+    if path.exists() or path.is_absolute():
+        return path
+    parts = path.parts[1:] if path.parts[:1] == ("test_vectors",) else path.parts
+    bundled = bundled_suites()
+    if parts and ".." not in parts and bundled.joinpath(*parts).exists():
+        return bundled.joinpath(*parts)
+    import difflib
+
+    names = sorted(p.name for p in bundled.iterdir() if not p.name.startswith(".")) if bundled.is_dir() else []
+    near = difflib.get_close_matches(path.as_posix().removeprefix("test_vectors/"), names, n=1)
+    fail(f"{path}: no such file or folder, nor a bundled suite" + (f" (did you mean {near[0]}?)" if near else "")
+         + (f"; bundled: {', '.join(names)}" if names else ""))
+
+
 def suite_roots(tier_name: str, suite_root: Path | None) -> list[tuple[str, Path]]:
     """The folders whose files make up the tier's suite, by the label the manifest gives them."""
     if suite_root is not None:
@@ -177,7 +195,7 @@ def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str |
     from dmlconform.suite.tiers import DEFAULT, Tier
 
     tier = Tier.parse(tier_name) if tier_name else None
-    roots = list(paths)
+    roots = [suite_path(path) for path in paths]
     if not roots:
         tier = tier or DEFAULT
         roots = [bundled_suites()]

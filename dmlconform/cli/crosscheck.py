@@ -14,6 +14,7 @@ import click
 from dmlconform.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    TIER_HELP,
     check_session_config,
     directml_options,
     fail,
@@ -23,6 +24,7 @@ from dmlconform.cli.common import (
     write_json_output,
 )
 from dmlconform.suite.limits import SuiteLimits
+from dmlconform.suite.tiers import NAMES
 
 DEFAULT_BACKENDS = "numpy,onnxruntime,torch"
 #: What the part after the colon of `NAME:OPTION` sets, per backend.
@@ -55,6 +57,7 @@ def parse_backends(text: str) -> list[tuple[str, str, str | None]]:
               help="Backends to run side by side; NAME:OPTION sets the device of torch (torch:cuda:1), the "
               "execution provider of onnxruntime (onnxruntime:cuda) or the variant of numpy (numpy:swapped).")
 @click.option("-k", "expression", metavar="EXPR", help="Select cases, as for run.")
+@click.option("--tier", "tier_name", type=click.Choice(NAMES), help=TIER_HELP)
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
               help="PyTorch device for a plain `torch`.")
 @click.option("--ep", default="cpu", show_default=True, type=click.Choice(["auto", "dml", "cuda", "cpu"]),
@@ -67,7 +70,8 @@ def parse_backends(text: str) -> list[tuple[str, str, str | None]]:
               help="Cases that are not 'all agree' printed in full.")
 @directml_options
 @suite_limit_option
-def crosscheck(paths: tuple[Path, ...], backends_text: str, expression: str | None, device: str, ep: str,
+def crosscheck(paths: tuple[Path, ...], backends_text: str, expression: str | None, tier_name: str | None,
+               device: str, ep: str,
                harness: str | None, timeout_s: float, json_path: Path | None, shown: int, directml: str | None,
                directml_version: str | None, adapter: str | None, warp: bool, session_config: tuple[str, ...],
                program_options: tuple[str, ...], suite_limits: SuiteLimits) -> None:
@@ -89,7 +93,7 @@ def crosscheck(paths: tuple[Path, ...], backends_text: str, expression: str | No
     base = BackendOptions(ep=ep, harness=harness, timeout_s=timeout_s, device=device, directml=directml,
                           directml_version=directml_version, adapter=adapter, warp=warp,
                           session_config=check_session_config(session_config), program_options=program_options)
-    cases = load_cases(paths, expression, limits=suite_limits)
+    cases = load_cases(paths, expression, tier_name, limits=suite_limits)
     backends = []
     try:
         for label, name, option in specs:

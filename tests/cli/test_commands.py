@@ -156,3 +156,22 @@ def test_usage_errors_are_one_line_with_the_near_miss_and_exit_2(args, line):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     assert result.output == line + "\n"
+
+
+def test_a_bundled_suite_is_named_as_in_a_checkout_or_by_its_name_from_anywhere(tmp_path, monkeypatch):
+    """README's `dmlconform run test_vectors/max_pooling_grad -k ...` from outside a checkout (an installed wheel):
+    the bundled suite of that name; and `max_pooling_grad` alone. A name that is neither is one line with the near
+    miss and the bundled names."""
+    monkeypatch.chdir(tmp_path)
+    listed = CliRunner().invoke(main, ["list", "test_vectors/max_pooling_grad", "-k", "ties"])
+    assert listed.exit_code == 0, listed.output
+    by_name = CliRunner().invoke(main, ["list", "max_pooling_grad", "-k", "ties"])
+    assert by_name.exit_code == 0 and by_name.output == listed.output
+    assert listed.output.rstrip().endswith(" cases") and not listed.output.rstrip().endswith(" 0 cases")
+    done = run("relu_grad", "-k", "nan")
+    assert done.exit_code == 0, done.output
+    typo = CliRunner().invoke(main, ["run", "max_pooling_grd"])
+    assert typo.exit_code == 2
+    assert typo.output.startswith("dmlconform: error: max_pooling_grd: no such file or folder, nor a bundled suite "
+                                  "(did you mean max_pooling_grad?); bundled: clip_grad1, max_pooling_grad, ")
+    assert typo.output.count("\n") == 1

@@ -94,3 +94,13 @@ def test_help_imports_neither_torch_nor_onnxruntime():
             "    pass\nprint(sorted(m for m in ('onnxruntime', 'torch', 'onnx') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().endswith("[]")
+
+
+def test_tier_selects_as_run_does():
+    """`crosscheck --tier smoke` takes the smoke tier's cases, as `run --tier smoke` and `list --tier smoke` do."""
+    listed = CliRunner().invoke(main, ["list", "--tier", "smoke", "-k", "relu and nan"])
+    count = int(listed.output.rstrip().rsplit("\n", 1)[-1].split()[0])
+    done = CliRunner().invoke(main, ["crosscheck", "--tier", "smoke", "-k", "relu and nan", "--backends",
+                                     "numpy,numpy:nan-passes", "--json", "-"])
+    assert done.exit_code == 0, done.output
+    assert '"cases"' in done.output and done.output.count('"verdict": "all agree"') == count
