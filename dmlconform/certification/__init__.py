@@ -12,6 +12,8 @@ the runner's judge, and never creates a backend. The files of a package:
   environment.json     tool, Python, packages, OS, the backend's handshake, the harness files' digests
   suite-manifest.json  every file of the suite tier run, with its SHA-256
   waivers.yaml         the waiver file given to certify (only with waivers)
+  known-issues.json    the known issues of the loaded DirectML release that certify applied as DirectML's waivers
+                       (only where a list applies; certification/known_issues.py)
   outputs/             what the backend returned for every case: <suite>/<case>/<output>.npy
   shards/<I>/          a merged package: each shard's certification.json, environment.json, console.log and
                        CHECKSUMS.sha256
@@ -33,6 +35,7 @@ CONSOLE = "console.log"
 ENVIRONMENT = "environment.json"
 MANIFEST = "suite-manifest.json"
 WAIVERS = "waivers.yaml"
+KNOWN_ISSUES = "known-issues.json"
 OUTPUTS = "outputs"
 SHARDS = "shards"
 CHECKSUMS = "CHECKSUMS.sha256"

@@ -23,6 +23,7 @@ from dmlconform.certification import (
     FORMAT,
     HTML,
     JUNIT,
+    KNOWN_ISSUES,
     MANIFEST,
     OUTPUTS,
     RESULTS,
@@ -33,15 +34,17 @@ from dmlconform.certification import (
 )
 from dmlconform.certification.checksums import check_checksums, file_sha256, write_checksums
 from dmlconform.certification.environment import tool_record
+from dmlconform.certification.known_issues import known_issue_use
 from dmlconform.certification.statement import render_statement
 from dmlconform.certification.verdict import certification_verdict
 from dmlconform.certification.waivers import DeviceIdentity, WaiverFile, parse_waivers, waiver_use
 from dmlconform.feature_levels import FeatureLevel
+from dmlconform.known_issues import KnownIssueError, ReleaseIssues, canonical_bytes, parse_release_issues
 from dmlconform.report.html import render_html
 from dmlconform.report.json_report import write_json
 from dmlconform.report.junit import junit_bytes
 from dmlconform.results import ResultsError
-from dmlconform.results.document import backend_json, read_document
+from dmlconform.results.document import backend_json, known_issues_json, read_document
 from dmlconform.results.merge import merge_results
 from dmlconform.run_result import RunResult
 
@@ -70,6 +73,8 @@ class PackageParts:
     harness_files: dict[str, str]
     waivers: WaiverFile | None = None
     waivers_raw: bytes | None = None
+    #: The DirectML release's known issues certify applied as DirectML's waivers (None: none applied).
+    known_issues: ReleaseIssues | None = None
     #: A merged package: one record per shard package, and the folders to keep parts of.
     shards: list[dict[str, Any]] = field(default_factory=list)
     shard_folders: dict[int, Path] = field(default_factory=dict)
@@ -93,10 +98,21 @@ def certification_document(parts: PackageParts, run: RunResult) -> dict[str, Any
         "waivers": {"file": WAIVERS if parts.waivers is not None else None,
                     "sha256": parts.waivers.sha256 if parts.waivers is not None else None,
                     **waiver_use(run.results, parts.waivers, device).to_json()},
+        "known_issues": known_issues_document(run, parts.known_issues),
         "verdict": verdict.to_json(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": parts.command,
     }
+
+
+def known_issues_document(run: RunResult, issues: ReleaseIssues | None) -> dict[str, Any] | None:
+    """certification.json's record of DirectML's known issues: the run's (which list, which release, why none), the
+    file that holds the issues applied, and what each covered."""
+    recorded = known_issues_json(run.known_issues)
+    if recorded is None:
+        return None
+    return {**recorded, "file": KNOWN_ISSUES if issues is not None else None,
+            **known_issue_use(run.results, issues)}
 
 
 def json_text(document: object) -> str:
@@ -114,6 +130,8 @@ def write_package(folder: Path, run: RunResult, parts: PackageParts) -> tuple[di
     write_atomically(folder / MANIFEST, json_text(parts.manifest))
     if parts.waivers_raw is not None:
         write_atomically(folder / WAIVERS, parts.waivers_raw)
+    if parts.known_issues is not None:
+        write_atomically(folder / KNOWN_ISSUES, canonical_bytes(parts.known_issues))
     write_atomically(folder / STATEMENT, render_statement(document, written))
     write_atomically(folder / JUNIT, junit_bytes(written))
     write_atomically(folder / HTML, render_html(written))
@@ -199,6 +217,25 @@ def merge_shard_packages(shards: list[ShardPackage], output: Path) -> tuple[RunR
         raw = (first.folder / WAIVERS).read_bytes()
         waivers = parse_waivers(raw, str(first.folder / WAIVERS))
     return merged, waivers, raw
+
+
+def merged_known_issues(shards: list[ShardPackage], merged: RunResult) -> ReleaseIssues | None:
+    """The known issues the shard packages applied (one list for all of them), set on the merged run too."""
+    first = shards[0]
+    for shard in shards[1:]:
+        if shard.document.get("known_issues") != first.document.get("known_issues") and \
+                (shard.document.get("known_issues") or {}).get("sha256") != \
+                (first.document.get("known_issues") or {}).get("sha256"):
+            raise CertificationError(shard.folder / CERTIFICATION, f"applied other known issues than {first.folder}",
+                                     field="known_issues.sha256")
+    merged.known_issues = first.run.known_issues
+    path = first.folder / KNOWN_ISSUES
+    if not path.is_file():
+        return None
+    try:
+        return parse_release_issues(path.read_bytes(), str(path))
+    except KnownIssueError as exc:
+        raise CertificationError(path, str(exc).removeprefix(f"{path}: ")) from None
 
 
 def shard_record(shard: ShardPackage) -> dict[str, Any]:

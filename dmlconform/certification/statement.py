@@ -19,8 +19,13 @@ def render_statement(document: dict[str, Any], run: RunResult) -> str:
     level = claim["feature_level"]
     lines = ["DirectML conformance statement (a dmlconform certification package)", ""]
     lines.append(f"Claim:    conformant at DirectML feature level {level}, {suite['tier']} tier")
+    known = document.get("known_issues") or {}
+    known_waived = sum(len(cases) for cases in (known.get("applied") or {}).values())
     if verdict["certified"]:
         waived = f", with {verdict['waived']} waived case(s)" if verdict["waived"] else ""
+        if known_waived:
+            waived += (f" ({known_waived} of them DirectML {known.get('applied_release')}'s own known issues, not "
+                       "the device's)")
         lines.append(f"Verdict:  HOLDS{waived}")
     else:
         lines.append("Verdict:  DOES NOT HOLD")
@@ -81,6 +86,14 @@ def render_statement(document: dict[str, Any], run: RunResult) -> str:
             lines.append(f"  {case_id}: {status}: {message}")
         if len(verdict["not_matched"]) > LISTED:
             lines.append(f"  ... and {len(verdict['not_matched']) - LISTED} more (results.json has them all)")
+    if known:
+        lines += ["", "DirectML's known issues"]
+        lines.append(f"  {known.get('note', '')}")
+        if known.get("file"):
+            lines.append(f"  {'applied:':<22}{known_waived} case(s), listed under Waived; the issues are in "
+                         f"{known['file']} (sha256 {known.get('sha256')})")
+        if known.get("unneeded"):
+            lines.append(f"  {'not reproduced:':<22}{', '.join(known['unneeded'])}")
     if waivers.get("unneeded") or waivers.get("other_devices"):
         lines += ["", "Waivers given but not applied"]
         if waivers.get("unneeded"):

@@ -31,6 +31,7 @@ from dmlconform.certification import (
     FORMAT,
     HTML,
     JUNIT,
+    KNOWN_ISSUES,
     MANIFEST,
     OUTPUTS,
     PACKAGE_TIERS,
@@ -44,12 +45,14 @@ from dmlconform.certification import (
 )
 from dmlconform.certification.checksums import check_checksums, file_sha256, parse_checksums
 from dmlconform.certification.environment import ENVIRONMENT_FORMAT, tool_record
+from dmlconform.certification.known_issues import rederived
 from dmlconform.certification.manifest import MANIFEST_FORMAT, manifest_differences
-from dmlconform.certification.package import MAX_JSON_BYTES, read_json_file
+from dmlconform.certification.package import MAX_JSON_BYTES, known_issues_document, read_json_file
 from dmlconform.certification.statement import render_statement
 from dmlconform.certification.verdict import CertificationVerdict, certification_verdict
 from dmlconform.certification.waivers import DeviceIdentity, WaiverFile, parse_waivers, waiver_use
 from dmlconform.feature_levels import FeatureLevel
+from dmlconform.known_issues import MAX_LIST_BYTES, KnownIssueError, parse_release_issues, shipped
 from dmlconform.report.html import render_html
 from dmlconform.report.junit import junit_bytes
 from dmlconform.results import ResultsError
@@ -112,6 +115,8 @@ class Verification:
     verdict: CertificationVerdict | None = None
     #: The outputs of the cases asked for (case id -> output name -> array), as read and judged, for a spot-check.
     outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: Differences that are not problems: this dmlconform's known-issue list against the package's.
+    notes: list[str] = field(default_factory=list)
 
     def worst(self) -> ProblemKind | None:
         kinds = {p.kind for p in self.problems}
@@ -229,6 +234,7 @@ class _Check:
         self.check_run(run, raw)
         self.check_cases(run)
         waivers = self.check_waivers(run, granted)
+        self.check_known_issues(run)
         self.check_shards(run)
         self.check_derived(run, raw, waivers)
         assert self.opened.tier is not None
@@ -482,6 +488,57 @@ class _Check:
             message = message.split(": ", 2)[-1]
         return Outcome(kind, message=message)
 
+    # -- DirectML's known issues -----------------------------------------------------------------------------
+    def check_known_issues(self, run: RunResult) -> None:
+        """The known issues applied are the package's known-issues.json, as certification.json records them; then
+        re-derived with this dmlconform's own list for the release (certification/known_issues.py)."""
+        recorded = self.document.get("known_issues")
+        path = self.folder / KNOWN_ISSUES
+        issues = None
+        if isinstance(recorded, dict) and recorded.get("file") is not None:
+            if recorded.get("file") != KNOWN_ISSUES or not path.is_file():
+                self.fail(KNOWN_ISSUES, "missing: certification.json names it")
+            else:
+                try:
+                    raw = path.read_bytes() if path.stat().st_size <= MAX_LIST_BYTES else b""
+                    issues = parse_release_issues(raw, KNOWN_ISSUES)
+                except (OSError, KnownIssueError) as exc:
+                    self.fail(KNOWN_ISSUES, str(exc).removeprefix(f"{KNOWN_ISSUES}: "))
+                if issues is not None and recorded.get("sha256") != issues.sha256:
+                    self.fail(CERTIFICATION, f"field known_issues.sha256: is not the digest of {KNOWN_ISSUES}")
+        elif path.is_file():
+            self.fail(KNOWN_ISSUES, "is in the package, but certification.json names no known-issue file")
+        expected = known_issues_document(run, issues)
+        if recorded != expected:
+            difference = dotted(first_difference(recorded, expected) or ()) or "known_issues"
+            self.fail(CERTIFICATION, f"field {difference}: is not what {RESULTS} and {KNOWN_ISSUES} give")
+        for result in run.results:
+            applied = result.known_issue
+            if applied is None:
+                continue
+            where = f"{RESULTS}: case {result.id}"
+            issue = issues.by_id(applied.id) if issues is not None else None
+            raw = effective_status(result)
+            if result.status is not Status.WAIVED or result.waiver is None or result.waiver.id != applied.id:
+                self.fail(where, f"field known_issue: {applied.id} on a case not WAIVED by it")
+            elif issue is None:
+                self.fail(where, f"WAIVED as known issue {applied.id}, which {KNOWN_ISSUES} does not hold")
+            elif not issue.covers(result.id) or not issue.explains(result, raw):
+                self.fail(where, f"known issue {applied.id} in {KNOWN_ISSUES} does not cover this case's {raw.value}")
+            elif (applied.title, applied.reference, applied.release) != (issue.title, issue.reference, issues.release):
+                self.fail(where, f"field known_issue: is not issue {applied.id} of {KNOWN_ISSUES}")
+        release = recorded.get("release") if isinstance(recorded, dict) else None
+        backend = recorded.get("backend") if isinstance(recorded, dict) else None
+        if issues is not None:
+            release, backend = issues.release, issues.backend
+        if not isinstance(release, str) or not isinstance(backend, str):
+            return
+        problems, notes = rederived(release, backend, issues, shipped(), run.results)
+        self.verification.notes += notes
+        for problem in problems:
+            self.verification.problems.append(Problem(ProblemKind.CLAIM, f"{RESULTS}: {problem.split(': ', 1)[0]}",
+                                                      problem.split(": ", 1)[1]))
+
     # -- waivers --------------------------------------------------------------------------------------------
     def check_waivers(self, run: RunResult, granted: WaiverFile | None) -> WaiverFile | None:
         recorded = self.document.get("waivers")
@@ -505,7 +562,7 @@ class _Check:
         device = DeviceIdentity.of(run.backend)
         for result in run.results:
             applied = result.waiver
-            if applied is None:
+            if applied is None or result.known_issue is not None:  # DirectML's own: check_known_issues
                 continue
             where = f"{RESULTS}: case {result.id}"
             waiver = waivers.by_id(applied.id) if waivers is not None else None

@@ -288,7 +288,7 @@ def waiver_use(results: list[CaseResult], waivers: WaiverFile | None, device: De
     """What the waivers came to in results that carry them."""
     applied: dict[str, list[str]] = {}
     for result in results:
-        if result.waiver is not None:
+        if result.waiver is not None and result.known_issue is None:  # DirectML's own: certification/known_issues.py
             applied.setdefault(result.waiver.id, []).append(result.id)
     listed = waivers.waivers if waivers is not None else ()
     mine = [w.id for w in listed if w.applies_to(device)]

@@ -18,6 +18,7 @@ from dmlconform.cli.common import (
     check_session_config,
     directml_options,
     fail,
+    known_issue_choice,
     make_console,
     parse_shard_option,
 )
@@ -63,11 +64,15 @@ if TYPE_CHECKING:
               help="Failing cases printed in full.")
 @click.option("--suite-root", type=click.Path(path_type=Path, file_okay=False, exists=True), hidden=True,
               help="Testing only: this folder stands in for the bundled suites (verify must be given it too).")
+@click.option("--known-issues", "known_issues", default="on", show_default=True, type=click.Choice(["on", "off"]),
+              help="The known issues of the DirectML release the directml backend or --ep dml loads (docs/known-"
+              "issues.md): on, a case one explains is WAIVED as DirectML's, with the list's provenance in the package; "
+              "off, it counts against the claim.")
 @directml_options
 def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | None, tier_name: str,
             backend_name: str | None, harness: str | None, harness_files: tuple[Path, ...], timeout_s: float, ep: str,
             device: str, variant: str | None, waivers_path: Path | None, jobs: int, shard_text: str | None,
-            merge: bool, failures_shown: int, suite_root: Path | None, directml: str | None,
+            merge: bool, failures_shown: int, suite_root: Path | None, known_issues: str, directml: str | None,
             directml_version: str | None, adapter: str | None, warp: bool, session_config: tuple[str, ...],
             program_options: tuple[str, ...]) -> None:
     """Run the certification suite for a claimed feature level and write a certification package.
@@ -104,7 +109,7 @@ def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | No
                                  directml=directml, directml_version=directml_version, adapter=adapter, warp=warp,
                                  session_config=check_session_config(session_config), program_options=program_options)
         status = _certify(stop, output, level_text, tier_name, backend_name, options, harness_files, waivers_path,
-                          jobs, shard_text, failures_shown, suite_root)
+                          jobs, shard_text, failures_shown, suite_root, known_issues)
     finally:
         stop.restore()
     sys.exit(status)
@@ -145,9 +150,10 @@ def _command(values: list[tuple[str, Any]]) -> list[str]:
 
 def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_name: str, options: BackendOptions,
              harness_files: tuple[Path, ...], waivers_path: Path | None, jobs: int, shard_text: str | None,
-             failures_shown: int, suite_root: Path | None) -> int:
+             failures_shown: int, suite_root: Path | None, known_issues: str) -> int:
     from dmlconform.certification import OUTPUTS, RESULTS
     from dmlconform.certification.environment import environment_record, file_digests
+    from dmlconform.certification.known_issues import apply_known_issues, record
     from dmlconform.certification.package import Claim, PackageParts
     from dmlconform.certification.waivers import DeviceIdentity, apply_waivers
     from dmlconform.cli.common import parse_level
@@ -158,6 +164,7 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     assert level is not None
     shard = parse_shard_option(shard_text)
     waivers, waivers_raw = _load_waivers(waivers_path)
+    choice = known_issue_choice(known_issues, None, None)
     for path in harness_files:
         if not path.is_file():
             fail(f"--harness-file {path}: no such file")
@@ -170,6 +177,13 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     console = make_console()
     run = execute(request, stop, console)
     device_identity = DeviceIdentity.of(run.backend)
+    # DirectML's own first: a vendor's waiver is for what is left, the device's.
+    resolution = choice.resolve(run.backend)
+    applied = resolution.issues if resolution is not None else None
+    if resolution is not None:
+        run.known_issues = record(resolution, choice.mode)
+    if applied is not None:
+        apply_known_issues(run.results, applied)
     if waivers is not None:
         apply_waivers(run.results, waivers, device_identity)
     command = _command([("--level", level_text), ("--tier", tier_name), ("--backend", backend_name),
@@ -181,10 +195,11 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
                         ("--directml-version", options.directml_version), ("--adapter", options.adapter),
                         ("--warp", options.warp), ("--session-config", options.session_config),
                         ("--program-option", options.program_options), ("--waivers", waivers_path),
+                        ("--known-issues", known_issues if known_issues != "on" else None),
                         ("--jobs", jobs), ("--shard", shard_text), ("--suite-root", suite_root), ("-o", output)])
     claim = Claim(level, tier_name, suite_root is not None)
     parts = PackageParts(claim, environment_record(run.backend, files, command), _manifest(run, tier_name, suite_root),
-                         "", command, files, waivers, waivers_raw)
+                         "", command, files, waivers, waivers_raw, applied)
     _package(output, run, parts, console, failures_shown)
     if stop.signal is not None:
         return stop.exit_status
@@ -278,6 +293,7 @@ def _merge(folders: tuple[Path, ...], output: Path, failures_shown: int) -> int:
         Claim,
         PackageParts,
         merge_shard_packages,
+        merged_known_issues,
         read_json_file,
         read_shard_package,
         shard_record,
@@ -297,6 +313,7 @@ def _merge(folders: tuple[Path, ...], output: Path, failures_shown: int) -> int:
             raise CertificationError(shards[0].folder / ENVIRONMENT, "is not a JSON object")
         _fresh_folder(output)
         merged, waivers, waivers_raw = merge_shard_packages(shards, output)
+        known_issues = merged_known_issues(shards, merged)
     except (CertificationError, ResultsError) as exc:
         fail(str(exc))
     except OSError as exc:
@@ -307,7 +324,7 @@ def _merge(folders: tuple[Path, ...], output: Path, failures_shown: int) -> int:
     command = ["dmlconform", "certify", "--merge", "-o", str(output), *map(str, folders)]
     environment["merged_by"] = {"command": shlex.join(command), "shards": len(shards)}
     parts = PackageParts(claim, environment, shards[0].manifest, "", command, first.get("harness_files", {}),
-                         waivers, waivers_raw, [shard_record(s) for s in shards],
+                         waivers, waivers_raw, known_issues, [shard_record(s) for s in shards],
                          {s.run.shard.index: s.folder for s in shards if s.run.shard is not None})
     _package(output, merged, parts, make_console(), failures_shown)
     from dmlconform.certification.verdict import certification_verdict

@@ -87,6 +87,10 @@ def verify(package: Path, granted_path: Path | None, digest: str | None, rerun_c
                                    program_options=program_options),
                     chosen, seed, opened)
     _report(package, verification.problems, show_all)
+    for note in verification.notes[:PROBLEMS_SHOWN]:
+        click.echo(f"dmlconform verify: known issues: {note}")
+    if len(verification.notes) > PROBLEMS_SHOWN:
+        click.echo(f"dmlconform verify: known issues: ... and {len(verification.notes) - PROBLEMS_SHOWN} more")
     sys.exit(_summary(package, opened, verification))
 
 

@@ -1,12 +1,12 @@
 """Known issues of DirectML releases: the cases a release is known to fail, shipped with the package.
 
-(docs/known-issues.md says what a known issue is and is not.)
 A conformance run tests a device and its driver *through* a DirectML release; that release's own bugs are not the
 driver's. `directml.yaml` beside this module lists them, one entry per bug, each with the releases that have it, the
 backends it shows through, the cases it makes fail (ids or regular expressions matching whole ids), what those cases
 come to, the kept results that show it on two or more stacks (the same failure byte for byte), and the reference to
 the investigation. `run` and `certify` apply the list of the release they load (results/expectations.py and
-certification/known_issues.py); `verify` re-derives with its own.
+certification/known_issues.py); `verify` re-derives with its own. docs/known-issues.md says what a known issue is
+and is not.
 
 Plain data and the file format only: this room knows nothing of runs, reports or packages.
 
@@ -140,6 +140,9 @@ class ReleaseIssues:
     date: str
     issues: tuple[KnownIssue, ...]
 
+    def by_id(self, issue_id: str) -> KnownIssue | None:
+        return next((issue for issue in self.issues if issue.id == issue_id), None)
+
     @property
     def sha256(self) -> str:
         """A digest of exactly what is applied (not of the whole list): two dmlconform versions whose lists agree
@@ -161,6 +164,31 @@ def canonical_bytes(issues: ReleaseIssues) -> bytes:
     document = {"format": FORMAT, "date": issues.date, "release": issues.release, "backend": issues.backend,
                 "source": issues.source, "issues": [issue.to_json() for issue in issues.issues]}
     return (json.dumps(document, indent=1, sort_keys=True) + "\n").encode()
+
+
+def parse_release_issues(raw: bytes, name: str) -> ReleaseIssues:
+    """A release's issues as `canonical_bytes` wrote them (a certification package's copy); KnownIssueError if they
+    are not exactly that."""
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise KnownIssueError(name, f"is not JSON ({exc})") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise KnownIssueError(name, f"is not a {FORMAT} release list", field="format")
+    fields = {}
+    for key in ("date", "release", "backend", "source"):
+        value = document.get(key)
+        if not isinstance(value, str) or not value:
+            raise KnownIssueError(name, "missing", field=key)
+        fields[key] = value
+    entries = document.get("issues")
+    if not isinstance(entries, list):
+        raise KnownIssueError(name, "must be a list of known issues", field="issues")
+    issues = tuple(_issue(name, entry, position) for position, entry in enumerate(entries))
+    parsed = ReleaseIssues(fields["release"], fields["backend"], fields["source"], fields["date"], issues)
+    if canonical_bytes(parsed) != raw:
+        raise KnownIssueError(name, "is not in the canonical form dmlconform writes (changed after it was written?)")
+    return parsed
 
 
 def release_key(release: str) -> tuple[int, ...]:
