@@ -1,4 +1,5 @@
-"""`dmlconform show CASE_ID [--result RUN.json]`: one case in DML terms, element by element."""
+"""`dmlconform show CASE_ID [--result RUN.json]` (or `show RUN.json CASE_ID`): one case in DML terms, element by
+element."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("case_id")
+@click.argument("arguments", nargs=-1, metavar="[RUN.json] CASE_ID")
 @click.option("--result", "result_path", metavar="RUN.json", type=click.Path(path_type=Path, dir_okay=False),
               help="A run's JSON result: show what the backend returned for the case (its artifacts, else the case "
               "run again on that backend) against what it should have returned.")
@@ -23,10 +24,12 @@ if TYPE_CHECKING:
 @click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000), help="Worst elements listed.")
 @click.option("--no-rerun", is_flag=True, help="Never run the case again: without artifacts, show no actual values.")
 @suite_limit_option
-def show(case_id: str, result_path: Path | None, suite_paths: tuple[Path, ...], top: int, no_rerun: bool,
+def show(arguments: tuple[str, ...], result_path: Path | None, suite_paths: tuple[Path, ...], top: int, no_rerun: bool,
          suite_limits: SuiteLimits) -> None:
     """Show a case: its operator desc, tensor summaries, the rule with its numbers, and, with --result, the
     worst elements (indices, values, bit patterns), a ULP histogram and the reference's accumulation data.
+
+    `show RUN.json CASE_ID` is `show CASE_ID --result RUN.json`.
 
     Exit status: 0 shown, 2 unusable input (no such case, unreadable result)."""
     from dmlconform.report.show import render_inspection
@@ -35,6 +38,7 @@ def show(case_id: str, result_path: Path | None, suite_paths: tuple[Path, ...], 
     from dmlconform.triage.inspection import inspect_case
     from dmlconform.triage.session import open_case
 
+    case_id, result_path = _case_and_result(arguments, result_path)
     try:
         session = open_case(case_id, result_path, list(suite_paths) or [bundled_suites()], not no_rerun,
                             suite_limits)
@@ -43,3 +47,20 @@ def show(case_id: str, result_path: Path | None, suite_paths: tuple[Path, ...], 
     inspection = inspect_case(session.case, session.actual.outputs, session.target, top)
     render_inspection(inspection, make_console(), session.recorded, session.run,
                       session.actual.source if result_path else "", session.notes)
+
+
+def _case_and_result(arguments: tuple[str, ...], result_path: Path | None) -> tuple[str, Path | None]:
+    """CASE_ID, or RUN.json CASE_ID where the first is a result file that is there (unambiguous: a case id is not a
+    file); with --result, the case id alone."""
+    context = click.get_current_context()
+    if not arguments:
+        raise click.UsageError("missing argument 'CASE_ID'", context)
+    if len(arguments) == 1:
+        return arguments[0], result_path
+    first = Path(arguments[0])
+    if len(arguments) > 2 or not (first.is_file() and first.name.endswith((".json", ".json.xz"))):
+        raise click.UsageError(f"got {' '.join(arguments)}: give CASE_ID, or a result file that is there and then "
+                               "CASE_ID (RUN.json CASE_ID)", context)
+    if result_path is not None:
+        raise click.UsageError(f"{first} and --result {result_path}: give the result once", context)
+    return arguments[1], first

@@ -128,3 +128,17 @@ def test_report_and_run_refuse_unusable_input_in_one_line(update: DriverUpdate, 
         outcome = CliRunner().invoke(main, args)
         assert outcome.exit_code == 2, (args, outcome.output)
         assert "Traceback" not in outcome.output and len(outcome.output.strip().splitlines()) == 1, outcome.output
+
+
+def test_show_takes_the_result_file_first_as_the_readme_writes_it(update: DriverUpdate, tmp_path: Path) -> None:
+    """README's `dmlconform show new.json CASE_ID` is `show CASE_ID --result new.json`; anything else with two
+    arguments is one line (exit 2)."""
+    readme = invoke("show", str(update.new), REGRESSED)
+    assert readme.exit_code == 0, readme.output
+    assert readme.output == invoke("show", REGRESSED, "--result", str(update.new)).output
+    for args, says in ((["show", REGRESSED, str(update.new)], "give CASE_ID, or a result file that is there"),
+                       (["show", str(tmp_path / "gone.json"), REGRESSED], "give CASE_ID, or a result file"),
+                       (["show", str(update.new), REGRESSED, "--result", str(update.new)], "give the result once")):
+        refused = CliRunner().invoke(main, args)
+        assert refused.exit_code == 2 and refused.output.startswith("dmlconform show: ") and says in refused.output
+        assert refused.output.count("\n") == 1
