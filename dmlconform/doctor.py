@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -239,7 +240,8 @@ def _vulkan(devices: dict[str, list[str] | None]) -> Iterator[Finding]:
         found = devices.setdefault(str(driver.manifest), _vulkan_devices(str(driver.manifest)))
         listed = "devices not listed (apt-get install vulkan-tools for vulkaninfo)" if found is None else \
             "; ".join(found) if found else "no device (no hardware for this driver here)"
-        yield Finding("vulkan", driver.name, State.OK if found or found is None else State.INFO,
+        item = f"{driver.typed} ({driver.name})" if driver.typed != driver.name else driver.name
+        yield Finding("vulkan", item, State.OK if found or found is None else State.INFO,
                       f"{listed} ({driver.manifest})")
 
 
@@ -296,7 +298,14 @@ def _handshakes(devices: dict[str, list[str] | None]) -> Iterator[Finding]:
 
 
 def _label(driver: str | None) -> str:
-    return os.path.basename(driver).removesuffix(".json") if driver else "adapter 0"
+    """A driver by the name --adapter takes, then its manifest's: `lavapipe (lvp_icd)`."""
+    if not driver:
+        return "adapter 0"
+    from dmlconform.directml.wine import VulkanDriver
+
+    name = os.path.basename(driver).removesuffix(".json")
+    typed = VulkanDriver(name, Path(driver), "").typed
+    return f"{typed} ({name})" if typed != name else name
 
 
 def _short(message: str) -> str:

@@ -145,3 +145,11 @@ def test_a_missing_torch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(doctor, "_version", lambda name: None if name == "torch" else "1.0")
     torch = next(f for f in doctor._python() if f.item == "torch")
     assert torch.state is State.OPTIONAL and torch.fix == 'pip install "dmlconform[torch]"'
+
+
+def test_drivers_are_named_as_adapter_takes_them_beside_their_manifest() -> None:
+    from dmlconform.doctor import _label
+
+    assert _label("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json") == "lavapipe (lvp_icd.x86_64)"
+    assert _label("/usr/share/vulkan/icd.d/nvidia_icd.json") == "nvidia (nvidia_icd)"
+    assert _label(None) == "adapter 0"
