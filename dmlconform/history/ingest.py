@@ -50,7 +50,7 @@ CONFIGURATION_KEYS = ("backend", "backend_version", "device", "feature_level", "
                       "suite_fingerprint")
 #: The one derived name a CI job may give itself: the stack's name.
 STACK_KEY = "stack"
-CASE_COLUMNS = ("run_id", "case_id", "status", "outcome", "passed", "matched", "closeness", "max_ulp")
+CASE_COLUMNS = ("run_id", "case_id", "status", "outcome", "passed", "matched", "closeness", "max_ulp", "known_issue")
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,8 @@ class CaseRow:
     matched: str | None
     closeness: float | None
     max_ulp: int | None
+    #: The DirectML release's known issue the case fell under (EXPECTED_FAIL, UNEXPECTED_PASS, WAIVED): "ID (1.15.4)".
+    known_issue: str | None = None
 
 
 @dataclass(frozen=True)
@@ -231,8 +233,9 @@ def _case_row(result: CaseResult) -> CaseRow:
     if closeness is not None and math.isnan(closeness):
         closeness = None
     max_ulp = None if result.max_ulp is None else min(result.max_ulp, MAX_STORED_ULP)
+    issue = result.known_issue
     return CaseRow(result.id, result.op, result.dtype, result.status, effective_status(result), passed_value(result),
-                   result.matched, closeness, max_ulp)
+                   result.matched, closeness, max_ulp, None if issue is None else f"{issue.id} ({issue.release})")
 
 
 def started_us(moment: datetime) -> int:
@@ -268,7 +271,7 @@ def _add(database: Database, record: RunRecord) -> Added:
     case_ids = _case_ids(database, record.cases)
     database.copy_rows("case_results", CASE_COLUMNS, (
         (run_id, case_ids[case.name], STATUS_CODES[case.status], STATUS_CODES[case.outcome], case.passed,
-         case.matched, case.closeness, case.max_ulp) for case in record.cases))
+         case.matched, case.closeness, case.max_ulp, case.known_issue) for case in record.cases))
     failures = [(run_id, case_ids[case.name]) for case in record.cases
                 if case.passed == 0 or case.status is Status.FLAKE]
     if failures:

@@ -88,6 +88,8 @@ class CaseRowInfo:
     matched: str | None
     closeness: float | None
     max_ulp: int | None
+    #: The DirectML release's known issue the case fell under in that run, "ID (release)".
+    known_issue: str | None = None
 
 
 def load_runs(database: Database, runs: RunFilter | None = None) -> list[RunInfo]:
@@ -146,14 +148,14 @@ def _histories(database: Database, case_ids: Iterable[int], runs: dict[int, RunI
     """Each case's rows in the given runs, in run order."""
     found: dict[int, list[CaseRowInfo]] = defaultdict(list)
     for chunk in chunks(sorted(set(case_ids))):
-        for case_id, run_id, status, outcome, passed, matched, closeness, max_ulp in database.query(
-                "SELECT case_id, run_id, status, outcome, passed, matched, closeness, max_ulp FROM case_results"
-                f" WHERE case_id IN {placeholders(len(chunk))}", chunk):
+        for case_id, run_id, status, outcome, passed, matched, closeness, max_ulp, known_issue in database.query(
+                "SELECT case_id, run_id, status, outcome, passed, matched, closeness, max_ulp, known_issue"
+                f" FROM case_results WHERE case_id IN {placeholders(len(chunk))}", chunk):
             run = runs.get(int(run_id))
             if run is not None:
                 found[int(case_id)].append(CaseRowInfo(
                     run, STATUS_NAMES[int(status)], STATUS_NAMES[int(outcome)], _int(passed), matched,
-                    None if closeness is None else float(closeness), _int(max_ulp)))
+                    None if closeness is None else float(closeness), _int(max_ulp), known_issue))
     order = {run_id: position for position, run_id in enumerate(sorted(runs, key=lambda r: _order(runs[r])))}
     for rows in found.values():
         rows.sort(key=lambda row: order[row.run.id])

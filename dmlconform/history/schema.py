@@ -62,6 +62,10 @@ MIGRATIONS: tuple[Migration, ...] = (
         "CREATE TABLE failures (run_id BIGINT NOT NULL REFERENCES runs (id),"
         " case_id BIGINT NOT NULL REFERENCES cases (id), PRIMARY KEY (run_id, case_id)){without_rowid}",
     )),
+    Migration(2, "the known issue of a DirectML release each case fell under", (
+        # NULL where none: the case's own result, or a run from before known issues were applied.
+        "ALTER TABLE case_results ADD COLUMN known_issue TEXT",
+    )),
 )
 
 

@@ -116,7 +116,8 @@ def render_timeline(result: Timeline, console: Console) -> None:
     say(console, f"{result.case.name} ({result.case.op}, {result.case.dtype})")
     for stack in result.stacks:
         rows = [[run_words(row.run), suite_text(row.run),
-                 row.status if row.status == row.outcome else f"{row.status} ({row.outcome})",
+                 (row.status if row.status == row.outcome else f"{row.status} ({row.outcome})")
+                 + (f"; DirectML known issue {row.known_issue}" if row.known_issue else ""),
                  row.matched or "-", closeness_text(row.closeness), "-" if row.max_ulp is None else str(row.max_ulp)]
                 for row in stack.rows]
         styles = ["green" if row.passed == 1 else "red" if row.passed == 0 else "dim" for row in stack.rows]
@@ -260,7 +261,8 @@ def timeline_document(result: Timeline, database: str) -> dict[str, Any]:
     return document("timeline", database, case=case_json(result.case), stacks=[
         {"stack": stack.stack, "runs_without": stack.runs_without,
          "runs": [{"run": run_json(row.run), "status": row.status, "outcome": row.outcome, "passed": row.passed,
-                   "matched": row.matched, "closeness": number(row.closeness), "max_ulp": row.max_ulp}
+                   "matched": row.matched, "closeness": number(row.closeness), "max_ulp": row.max_ulp,
+                   "known_issue": row.known_issue}
                   for row in stack.rows]} for stack in result.stacks])
 
 

@@ -140,10 +140,12 @@ def _levels(run: RunResult) -> str:
     for verdict in level_verdicts(run.results, run.target_level):
         if verdict.level not in shown:
             continue
-        known = verdict.failing and verdict.failing in (verdict.known_failures, verdict.waived)
+        known = verdict.failing and verdict.failing in (verdict.known_failures, verdict.waived, verdict.known_issues)
         kind = "" if verdict.conformant else "known" if known else "bad"
         answer = "conformant" if verdict.conformant else "not conformant"
-        if kind == "known":
+        if kind == "known" and verdict.only_known_issues:
+            answer += f", only DirectML's {verdict.known_issues} known issue(s): the device is"
+        elif kind == "known":
             answer += (f", {verdict.known_failures} known failure(s)" if verdict.known_failures
                        else f", {verdict.waived} waived case(s)")
         claimed = "" if verdict.claimed else " unclaimed"
@@ -307,12 +309,44 @@ def _overlay(run: RunResult) -> str:
                           (Status.EXPECTED_FAIL, "known failures from the baseline"),
                           (Status.WAIVED, "failures covered by a certification waiver"),
                           (Status.SKIPPED, "skipped by a skip list")):
-        hits = [r for r in run.results if r.status is status]
+        hits = [r for r in run.results if r.status is status and r.known_issue is None]
         if hits:
             items = "".join(f'<li><span class="mono">{escape(r.id)}</span> <span class="dim">'
                             f"{escape(_overlay_note(r))}</span></li>" for r in hits[:FAILURES_DRAWN])
             parts.append(f"<h3>{len(hits)} {status.value}: {escape(title)}</h3><ul>{items}</ul>")
+    parts += _known_issues(run)
     return f'<section id="overlay"><h2>Expectations</h2>{"".join(parts)}</section>' if parts else ""
+
+
+def _known_issues(run: RunResult) -> list[str]:
+    """The cases that hit the DirectML release's known issues, by issue; and those that did not reproduce."""
+    parts = []
+    if run.known_issues is not None:
+        parts.append(f'<p class="dim">known issues: {escape(run.known_issues.note)}</p>')
+    hits = [r for r in run.results if r.known_issue is not None and r.status in (Status.EXPECTED_FAIL, Status.WAIVED)]
+    by_issue: dict[str, list[CaseResult]] = {}
+    for result in hits:
+        assert result.known_issue is not None
+        by_issue.setdefault(result.known_issue.id, []).append(result)
+    if hits:
+        items = []
+        for issue_id, cases in by_issue.items():
+            issue = cases[0].known_issue
+            assert issue is not None
+            listed = "".join(f'<li><span class="mono">{escape(r.id)}</span> <span class="dim">'
+                             f"{escape(r.outcome.value if r.outcome else '?')}</span></li>"
+                             for r in cases[:FAILURES_DRAWN])
+            items.append(f'<li><span class="mono">{escape(issue_id)}</span> (DirectML {escape(issue.release)}): '
+                         f'{escape(issue.title)} <span class="dim">{escape(issue.reference)}</span><ul>{listed}</ul>'
+                         "</li>")
+        parts.append(f"<h3>{len(hits)} case(s) hit DirectML's known issues, not the device's</h3>"
+                     f"<ul>{''.join(items)}</ul>")
+    passes = [r for r in run.results if r.known_issue is not None and r.status is Status.UNEXPECTED_PASS]
+    if passes:
+        items = "".join(f'<li><span class="mono">{escape(r.id)}</span> <span class="dim">'
+                        f"{escape(r.known_issue.id if r.known_issue else '')}</span></li>" for r in passes)
+        parts.append(f"<h3>{len(passes)} UNEXPECTED_PASS: known issues that did not reproduce</h3><ul>{items}</ul>")
+    return parts
 
 
 def _overlay_note(result: CaseResult) -> str:

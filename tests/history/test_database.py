@@ -110,25 +110,28 @@ def _set_version(database_url: str, version: int) -> None:
 
 
 def test_a_newer_schema_is_refused(database_url: str) -> None:
-    _set_version(database_url, schema.latest() + 1)
-    with pytest.raises(HistoryError, match=r"schema is version 2, newer than this dmlconform's \(1\): upgrade"):
+    latest = schema.latest()
+    _set_version(database_url, latest + 1)
+    with pytest.raises(HistoryError, match=rf"schema is version {latest + 1}, newer than this dmlconform's "
+                                           rf"\({latest}\): upgrade"):
         open_database(database_url)
     with pytest.raises(HistoryError, match="newer"), open_database(database_url, check=False) as database:
         migrate(database)
 
 
 def test_an_older_schema_is_refused_until_migrated(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A release with a schema version 2 (a column more) meets a database of version 1: it refuses it, and
+    """A release with a schema version one newer (a column more) meets a database of today's: it refuses it, and
     `migrate` upgrades it in place, keeping its runs."""
+    latest = schema.latest()
     with open_database(database_url, create=True) as database:
         add_records(database, [record_from_document(scenario.document("GPU-A", 1), "a1")])
-    step = schema.Migration(2, "a note per run", ("ALTER TABLE runs ADD COLUMN note TEXT",))
+    step = schema.Migration(latest + 1, "a note per run", ("ALTER TABLE runs ADD COLUMN note TEXT",))
     monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, step))
-    with pytest.raises(HistoryError, match=r"version 1, older than this dmlconform's \(2\): `dmlconform history "
-                                           "migrate` upgrades it"):
+    with pytest.raises(HistoryError, match=rf"version {latest}, older than this dmlconform's \({latest + 1}\): "
+                                           "`dmlconform history migrate` upgrades it"):
         open_database(database_url)
     with open_database(database_url, check=False) as database:
-        assert [m.version for m in migrate(database)] == [2]
+        assert [m.version for m in migrate(database)] == [latest + 1]
         assert migrate(database) == []
     with open_database(database_url) as database:
         assert database.query("SELECT COUNT(*), COUNT(note) FROM runs")[0] == (1, 0)
@@ -137,12 +140,14 @@ def test_an_older_schema_is_refused_until_migrated(database_url: str, monkeypatc
 def test_a_failing_migration_leaves_the_schema_as_it_was(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with open_database(database_url, create=True):
         pass
-    step = schema.Migration(2, "broken", ("ALTER TABLE runs ADD COLUMN note TEXT", "ALTER TABLE nothing ADD x TEXT"))
+    latest = schema.latest()
+    step = schema.Migration(latest + 1, "broken", ("ALTER TABLE runs ADD COLUMN note TEXT",
+                                                   "ALTER TABLE nothing ADD x TEXT"))
     monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, step))
     with open_database(database_url, check=False) as database:
         with pytest.raises(HistoryError):
             migrate(database)
-        assert schema_version(database) == 1
+        assert schema_version(database) == latest
         assert database.query("SELECT COUNT(*) FROM runs")[0][0] == 0  # and runs has no note column:
         with pytest.raises(HistoryError):
             database.query("SELECT note FROM runs")
