@@ -52,7 +52,7 @@ from dmlconform.certification.statement import render_statement
 from dmlconform.certification.verdict import CertificationVerdict, certification_verdict
 from dmlconform.certification.waivers import DeviceIdentity, WaiverFile, parse_waivers, waiver_use
 from dmlconform.feature_levels import FeatureLevel
-from dmlconform.known_issues import MAX_LIST_BYTES, KnownIssueError, parse_release_issues, shipped
+from dmlconform.known_issues import MAX_LIST_BYTES, KnownIssueError, KnownIssueList, parse_release_issues, shipped
 from dmlconform.report.html import render_html
 from dmlconform.report.junit import junit_bytes
 from dmlconform.results import ResultsError
@@ -106,6 +106,8 @@ class Shipped:
     manifest: dict[str, str]
     #: How messages name it: "dmlconform 0.1.0's standard tier".
     name: str
+    #: The known-issue list to re-derive a package's with (None: the one this dmlconform ships).
+    known_issues: KnownIssueList | None = None
 
 
 @dataclass
@@ -533,7 +535,7 @@ class _Check:
             release, backend = issues.release, issues.backend
         if not isinstance(release, str) or not isinstance(backend, str):
             return
-        problems, notes = rederived(release, backend, issues, shipped(), run.results)
+        problems, notes = rederived(release, backend, issues, self.shipped.known_issues or shipped(), run.results)
         self.verification.notes += notes
         for problem in problems:
             self.verification.problems.append(Problem(ProblemKind.CLAIM, f"{RESULTS}: {problem.split(': ', 1)[0]}",

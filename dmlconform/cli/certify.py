@@ -68,11 +68,16 @@ if TYPE_CHECKING:
               help="The known issues of the DirectML release the directml backend or --ep dml loads (docs/known-"
               "issues.md): on, a case one explains is WAIVED as DirectML's, with the list's provenance in the package; "
               "off, it counts against the claim.")
+@click.option("--known-issues-file", "known_issues_file", metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False),
+              help="A known-issue list of your own (a private DirectML build's) instead of the one this dmlconform "
+              "ships; `verify --known-issues-file` must be given it too.")
 @directml_options
 def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | None, tier_name: str,
             backend_name: str | None, harness: str | None, harness_files: tuple[Path, ...], timeout_s: float, ep: str,
             device: str, variant: str | None, waivers_path: Path | None, jobs: int, shard_text: str | None,
-            merge: bool, failures_shown: int, suite_root: Path | None, known_issues: str, directml: str | None,
+            merge: bool, failures_shown: int, suite_root: Path | None, known_issues: str,
+            known_issues_file: Path | None, directml: str | None,
             directml_version: str | None, adapter: str | None, warp: bool, session_config: tuple[str, ...],
             program_options: tuple[str, ...]) -> None:
     """Run the certification suite for a claimed feature level and write a certification package.
@@ -82,6 +87,7 @@ def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | No
     130/143 interrupted (the package is still written, and says so)."""
     if merge:
         given = {"--level": level_text, "--backend": backend_name, "--waivers": waivers_path, "--shard": shard_text,
+                 "--known-issues-file": known_issues_file,
                  "--suite-root": suite_root, "--harness": harness}
         extra = [name for name, value in given.items() if value is not None]
         if extra or harness_files:
@@ -109,7 +115,7 @@ def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | No
                                  directml=directml, directml_version=directml_version, adapter=adapter, warp=warp,
                                  session_config=check_session_config(session_config), program_options=program_options)
         status = _certify(stop, output, level_text, tier_name, backend_name, options, harness_files, waivers_path,
-                          jobs, shard_text, failures_shown, suite_root, known_issues)
+                          jobs, shard_text, failures_shown, suite_root, known_issues, known_issues_file)
     finally:
         stop.restore()
     sys.exit(status)
@@ -150,7 +156,8 @@ def _command(values: list[tuple[str, Any]]) -> list[str]:
 
 def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_name: str, options: BackendOptions,
              harness_files: tuple[Path, ...], waivers_path: Path | None, jobs: int, shard_text: str | None,
-             failures_shown: int, suite_root: Path | None, known_issues: str) -> int:
+             failures_shown: int, suite_root: Path | None, known_issues: str,
+             known_issues_file: Path | None) -> int:
     from dmlconform.certification import OUTPUTS, RESULTS
     from dmlconform.certification.environment import environment_record, file_digests
     from dmlconform.certification.known_issues import apply_known_issues, record
@@ -164,7 +171,7 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     assert level is not None
     shard = parse_shard_option(shard_text)
     waivers, waivers_raw = _load_waivers(waivers_path)
-    choice = known_issue_choice(known_issues, None, None)
+    choice = known_issue_choice(known_issues, known_issues_file, None)
     for path in harness_files:
         if not path.is_file():
             fail(f"--harness-file {path}: no such file")
@@ -196,6 +203,7 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
                         ("--warp", options.warp), ("--session-config", options.session_config),
                         ("--program-option", options.program_options), ("--waivers", waivers_path),
                         ("--known-issues", known_issues if known_issues != "on" else None),
+                        ("--known-issues-file", known_issues_file),
                         ("--jobs", jobs), ("--shard", shard_text), ("--suite-root", suite_root), ("-o", output)])
     claim = Claim(level, tier_name, suite_root is not None)
     parts = PackageParts(claim, environment_record(run.backend, files, command), _manifest(run, tier_name, suite_root),

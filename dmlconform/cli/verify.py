@@ -26,6 +26,10 @@ PROBLEMS_SHOWN = 100
 @click.option("--waivers", "granted_path", type=click.Path(path_type=Path, dir_okay=False),
               help="The waivers the certification body granted: every waiver the package applies must be one of "
                    "them, unchanged.")
+@click.option("--known-issues-file", "known_issues_file", metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False),
+              help="Re-derive the package's DirectML known issues with this list (the one certify was given) instead "
+                   "of the one this dmlconform ships.")
 @click.option("--digest", metavar="SHA256", help="The package digest submitted with the package (the SHA-256 of "
               "CHECKSUMS.sha256): the package must be that one.")
 @click.option("--rerun", "rerun_count", type=click.IntRange(1), metavar="N",
@@ -44,7 +48,8 @@ PROBLEMS_SHOWN = 100
 @click.option("--suite-root", type=click.Path(path_type=Path, file_okay=False, exists=True), hidden=True,
               help="Testing only: this folder stands in for the bundled suites.")
 @directml_options
-def verify(package: Path, granted_path: Path | None, digest: str | None, rerun_count: int | None, seed: int | None,
+def verify(package: Path, granted_path: Path | None, known_issues_file: Path | None, digest: str | None,
+           rerun_count: int | None, seed: int | None,
            backend_name: str | None, harness: str | None, timeout_s: float, ep: str, device: str, variant: str | None,
            show_all: bool, suite_root: Path | None, directml: str | None, directml_version: str | None,
            adapter: str | None, warp: bool, session_config: tuple[str, ...], program_options: tuple[str, ...]) -> None:
@@ -75,6 +80,13 @@ def verify(package: Path, granted_path: Path | None, digest: str | None, rerun_c
         click.echo(f"dmlconform verify: {package}: INVALID: its claim cannot be read")
         sys.exit(EXIT_INVALID)
     shipped = _shipped(opened, suite_root)
+    if known_issues_file is not None:
+        from dmlconform.known_issues import KnownIssueError, load_known_issues
+
+        try:
+            shipped.known_issues = load_known_issues(known_issues_file)
+        except KnownIssueError as exc:
+            fail(str(exc))
     seed = secrets.randbelow(1 << 31) if seed is None else seed
     chosen = sample([case.full_id for case in shipped.cases], rerun_count, seed) if rerun_count else []
     verification = verify_package(opened, shipped, granted, digest, frozenset(chosen))

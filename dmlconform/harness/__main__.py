@@ -15,6 +15,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--backend", default="numpy", help="in-process backend to serve (default: numpy)")
     parser.add_argument("--variant", help="reference behaviour where the docs are silent (numpy backend)")
     parser.add_argument("--ep", default="auto", help="execution provider (onnxruntime backend)")
+    parser.add_argument("--api", metavar="TEXT", help="the API the handshake names (default: the in-process backend); "
+                        "'DirectML 1.15.4.0' stands in for a harness that drives that DirectML release, whose known "
+                        "issues the runner then applies")
     faults = parser.add_argument_group("fault injection (REGEX is searched in '<suite>/<id>')")
     faults.add_argument("--crash-on", type=regex_argument, metavar="REGEX", help="exit abruptly on matching cases")
     faults.add_argument("--crash-mode", choices=CRASH_MODES, default="exit",
@@ -53,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     faults = Faults(args.crash_on, args.crash_mode, args.hang_on, args.garbage_on, args.garbage_mode,
                     args.device_removed_on, args.flaky_on, args.delay, args.log_served)
     try:
-        return HarnessServer(backend, args.backend, stdin, stdout, faults).serve()
+        return HarnessServer(backend, args.backend, stdin, stdout, faults, args.api).serve()
     except BrokenPipeError:  # the runner went away; nothing left to answer
         return 0
     finally:

@@ -57,8 +57,10 @@ class Faults:
 
 class HarnessServer:
     def __init__(self, backend: Backend, backend_name: str, stdin: BinaryIO, stdout: BinaryIO,
-                 faults: Faults | None = None) -> None:
+                 faults: Faults | None = None, api: str | None = None) -> None:
         self.backend = backend
+        #: What the handshake says the harness drives (default: the in-process backend).
+        self.api = api
         self.backend_name = backend_name
         self.stdin, self.stdout = stdin, stdout
         self.faults = faults or Faults()
@@ -74,7 +76,7 @@ class HarnessServer:
     def hello(self) -> Hello:
         info = self.backend.info()
         return Hello(protocol.PROTOCOL_VERSION, f"dmlconform.harness[{self.backend_name}]", __version__,
-                     info.device, info.version, f"in-process backend '{info.name}'", info.feature_level,
+                     info.device, info.version, self.api or f"in-process backend '{info.name}'", info.feature_level,
                      f"the {info.name} backend's own claim: {info.feature_level_source}",
                      {op.name: op.support.all_dtypes for op in OPERATORS.values()}, dict(info.extra))
 

@@ -203,9 +203,13 @@ def release_of(text: str) -> str | None:
 
 def loaded_release(info: BackendInfo) -> tuple[str, str | None] | None:
     """(backend, DirectML release) for a backend that loads a DirectML.dll, else None: the directml backend (its
-    harness reads the DLL's file version) and the onnxruntime backend on the DML EP."""
+    harness reads the DLL's file version), a native harness whose handshake names the DirectML it drives (api
+    "DirectML 1.15.4.0": a vendor's own harness calls the same operators), and the onnxruntime backend on the DML
+    EP."""
     if info.name == "directml":
         return "directml", release_of(info.extra.get("directml_dll_version", "") or info.extra.get("api", ""))
+    if info.name == "native" and info.extra.get("api", "").startswith("DirectML "):
+        return "directml", release_of(info.extra["api"])
     if info.name == "onnxruntime" and info.extra.get("provider") == "DmlExecutionProvider":
         return "onnxruntime-dml", release_of(info.extra.get("directml", ""))
     return None
