@@ -49,6 +49,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="two `dmlconform run --json` results of the standard tier through the DML EP's packaged host "
                           "(.ci/run's), the host's pools on and with --fresh-buffers: tests marked ep_pool_report "
                           "check them")
+    parser.addoption("--doc-commands-bin", metavar="DIR", type=Path,
+                     default=os.environ.get("DMLCONFORM_DOC_COMMANDS_BIN") or None,
+                     help="the bin folder of a virtual environment with the wheel installed (.ci/run's): tests marked "
+                          "docs_commands run the docs' commands from it (tests/docs; default: "
+                          "$DMLCONFORM_DOC_COMMANDS_BIN)")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -65,7 +70,27 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 #: Each marker that a later step of .ci/run selects, and the fixture that gives its tests their input there.
 STEP_MARKERS = {"tier_scan": "scanned_cases", "directml_report": "directml_report",
-                "ep_pool_report": "ep_pool_reports"}
+                "ep_pool_report": "ep_pool_reports", "docs_commands": "doc_commands_bin"}
+
+#: Test files whose tests pytest-xdist hands out one by one, not the whole file to one worker (`--dist loadfile`): each
+#: test runs a doc's commands, independent of the others, and together they are most of a step of .ci/run.
+SPREAD_FILES = ("tests/docs/test_doc_commands.py",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadfile` (pyproject.toml's addopts), except for SPREAD_FILES, whose tests go to workers one by one."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SpreadSomeFiles(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(SPREAD_FILES):
+                return nodeid
+            return super()._split_scope(nodeid)
+
+    return SpreadSomeFiles(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -82,6 +107,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def scanned_cases(request: pytest.FixtureRequest) -> list[Case]:
     """Every case of the tier given by --scan-tier (smoke unless told), for tests marked tier_scan."""
     return load_paths([VECTORS], Tier(request.config.getoption("--scan-tier")))
+
+
+@pytest.fixture(scope="session")
+def doc_commands_bin(request: pytest.FixtureRequest) -> Path:
+    """The bin folder of the wheel's virtual environment, for tests marked docs_commands (skips without one)."""
+    folder = request.config.getoption("--doc-commands-bin")
+    if folder is None:
+        pytest.skip("no --doc-commands-bin (or $DMLCONFORM_DOC_COMMANDS_BIN): the docs' commands run in .ci/run")
+    folder = Path(folder).resolve()
+    if not (folder / "dmlconform").exists():
+        raise pytest.UsageError(f"--doc-commands-bin {folder}: no dmlconform in it (the wheel's venv's bin folder)")
+    return folder
 
 
 @pytest.fixture

@@ -1,0 +1,243 @@
+"""The docs' commands (tests/docs/doc_commands.py has the convention; docs/docs-as-tests.md for the reader).
+
+The fast tests (the test command) read every command and check its classification, its placeholders and its
+`dmlconform` options against the CLI. The tests marked docs_commands (.ci/run's last step, with
+`--doc-commands-bin` naming the bin folder of a virtual environment where the wheel is installed) run every command
+that is not marked, doc by doc, in a folder outside the checkout, and list each marked command as a skip naming its
+marks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+import textwrap
+from pathlib import Path
+
+import click
+import pytest
+
+from tests.docs import doc_commands
+from tests.docs.doc_commands import NEEDS_MARK, NOT_RUN, ROOT, Command, unquoted
+
+COMMANDS = doc_commands.all_commands()
+DOCS = sorted({command.doc for command in COMMANDS}, key=lambda doc: (doc != "README.md", doc))
+
+
+def test_annotations_parse_and_every_block_has_commands() -> None:
+    blocks = doc_commands.all_blocks()
+    assert blocks, "no command blocks found in README.md and docs/*.md"
+    empty = [f"{block.doc}:{block.line}" for block in blocks if not block.commands]
+    assert not empty, f"command blocks without a command (tag them text?): {empty}"
+
+
+def test_unmarked_commands_need_no_mark() -> None:
+    """An unmarked command that looks like a GPU, Windows, network, checkout-only or usage line fails here, quickly:
+    mark it (or change it) so that the docs-commands step does not run it."""
+    problems = []
+    for command in COMMANDS:
+        code = doc_commands.unquoted(command.run_as())
+        for mark, pattern in NEEDS_MARK.items():
+            if mark not in command.marks and pattern.search(code) and not (mark == "synopsis" and command.marks):
+                problems.append(f"{command.where}: looks like `{mark}` ({pattern.search(code)[0]!r}) but is not marked "
+                                f"so: {command.shown()}")
+    assert not problems, "\n".join(problems)
+
+
+def test_commands_that_run_have_no_placeholder_left() -> None:
+    problems = [f"{command.where}: {', '.join(left)} in `{command.run_as()}`: add it to PLACEHOLDERS or ENVIRONMENT "
+                "(tests/docs/doc_commands.py), or mark the line synopsis"
+                for command in COMMANDS if command.runs and (left := doc_commands.leftover_placeholders(command))]
+    assert not problems, "\n".join(problems)
+
+
+def _options(command: click.Command) -> set[str]:
+    return {option for param in command.params for option in (*param.opts, *param.secondary_opts)} | {"-h", "--help"}
+
+
+def test_dmlconform_subcommands_and_options_exist() -> None:
+    """Every `dmlconform SUBCOMMAND --option` of the docs, run or not (synopsis lines too), is one the CLI has."""
+    from dmlconform.cli import main
+
+    problems = []
+    for command in COMMANDS:
+        for arguments in doc_commands.invocations(command):
+            target: click.Command = main
+            index = 0
+            while isinstance(target, click.Group) and index < len(arguments) and not arguments[index].startswith("-"):
+                name = arguments[index]
+                found = target.get_command(click.Context(target), name)
+                if found is None:
+                    problems.append(f"{command.where}: no subcommand {name!r} in `{command.shown()}`")
+                    break
+                target = found
+                index += 1
+            else:
+                if isinstance(target, click.Group):
+                    problems.append(f"{command.where}: no subcommand named in `{command.shown()}`")
+                    continue
+                known = _options(target)
+                for argument in arguments[index:]:
+                    if argument.startswith("-") and argument != "-" and argument.split("=", 1)[0] not in known:
+                        problems.append(f"{command.where}: `dmlconform {target.name}` has no option "
+                                        f"{argument.split('=', 1)[0]} (in `{command.shown()}`)")
+    assert not problems, "\n".join(problems)
+
+
+# --- the docs-commands step of .ci/run -------------------------------------------------------------------------------
+
+HARNESS_SCRIPT = """#!/bin/sh
+# A harness of one's own, for the docs' commands: the reference's Python harness; its arguments are ignored.
+exec python -m dmlconform.harness --backend numpy
+"""
+
+
+def _sh(command: str, cwd: Path, env: dict[str, str], timeout: int = 300) -> None:
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    assert done.returncode == 0, f"fixture `{command}` exited {done.returncode}:\n{done.stdout[-2000:]}" \
+                                 f"{done.stderr[-2000:]}"
+
+
+def _environment(bin_dir: Path, folder: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PYTEST", "VIRTUAL_ENV", "PYTHONPATH", "COV_"))}
+    env.update(doc_commands.ENVIRONMENT)
+    env["PATH"] = os.pathsep.join([str(bin_dir), str(folder), env.get("PATH", "")])
+    env["VIRTUAL_ENV"] = str(bin_dir.parent)
+    env["DMLCONFORM_DB"] = str(folder / "history.sqlite")
+    env.pop("DMLCONFORM_DIRECTML", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def doc_fixtures(doc_commands_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The files the docs' commands take (doc_commands.FIXTURE_FILES), made once from the installed wheel."""
+    folder = tmp_path_factory.mktemp("doc-fixtures")
+    env = _environment(doc_commands_bin, folder)
+    shutil.copytree(ROOT / "test_vectors", folder / "test_vectors")
+    (folder / "examples").mkdir()
+    for entry in (ROOT / "examples").iterdir():
+        if entry.name in ("c_harness", "plugin_backend"):  # commands build or install these: copies
+            shutil.copytree(entry, folder / "examples" / entry.name)
+        else:
+            (folder / "examples" / entry.name).symlink_to(entry)
+    (folder / "ci").mkdir()
+    for name in ("fails.csv", "flakes.txt", "skips.txt"):
+        (folder / "ci" / name).write_text("")
+    (folder / "granted.yaml").write_text("format: dmlconform-waivers/v1\nwaivers: []\n")
+    for name in ("my_harness.exe", "my-harness"):
+        (folder / name).write_text(HARNESS_SCRIPT)
+        (folder / name).chmod(0o755 | stat.S_IXUSR)
+    (folder / "DirectML.dll").write_bytes(b"MZ a stand-in for the DLL a harness loads\n")
+    shutil.copytree(ROOT / "test_vectors" / "relu_grad", folder / "my")
+    _sh("dmlconform run --tier smoke --json old.json >/dev/null && cp old.json new.json && "
+        "dmlconform run --json reports/numpy.json >/dev/null", folder, env)
+    _sh("ssh-keygen -q -t ed25519 -N '' -C vendor@example.com -f vendor_key && "
+        "echo \"vendor@example.com $(cut -d' ' -f1,2 vendor_key.pub)\" > allowed_signers", folder, env)
+    return folder
+
+
+def _extra_fixtures(doc: str, folder: Path, env: dict[str, str]) -> None:
+    """What one doc's commands take beyond doc_fixtures (doc_commands.FIXTURE_FILES names them too)."""
+    if doc == "README.md":  # its certify line needs a GPU; its verify line checks a package all the same
+        _sh('dmlconform certify --level 6_4 --backend native --harness "$HARNESS" --waivers granted.yaml -o pkg/ '
+            ">/dev/null", folder, env)
+    elif doc == "docs/certification.md":  # "on each machine": the doc's command makes shard 1, these the others
+        _sh('for i in 2 3 4; do dmlconform certify --level 6_4 --backend native --harness "$HARNESS" --shard $i/4 '
+            '-o shard-$i/ >/dev/null || exit 1; done', folder, env)
+    elif doc == "docs/plugins.md":  # what its `pip install examples/plugin_backend` installs, on a path of its own
+        site = folder / "plugin-site"
+        shutil.copytree(ROOT / "examples" / "plugin_backend" / "dmlconform_example_plugin",
+                        site / "dmlconform_example_plugin")
+        info = site / "dmlconform_example_plugin-0.1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dmlconform-example-plugin\nVersion: 0.1.0\n")
+        (info / "entry_points.txt").write_text("[dmlconform.backends]\n"
+                                               "example-reference = dmlconform_example_plugin:create\n")
+        env["PYTHONPATH"] = str(site)
+
+
+#: Commands that write nothing where they run: one that several docs give, word for word, runs once in a test run
+#: (the others wait for it and take its exit status and output).
+SHARED = re.compile(r"^dmlconform (generate --check|crosscheck|run|list|ops|coverage|doctor)\b(?!.*(\s(--json|--junit|"
+                    r"--html|--out|-o|--artifacts|--record)\b|[>|&;$]))")
+
+
+def _script(commands: list[Command], logs: Path, shared: Path) -> str:
+    lines = ["cd \"$(dirname \"$0\")\""]
+    for index, command in enumerate(commands):
+        text = command.run_as()
+        run = f"{{\n{text}\n}} > {logs}/{index}.log 2>&1 < /dev/null\necho $? $start $EPOCHREALTIME > {logs}/{index}.rc"
+        if SHARED.match(unquoted(text).strip()):
+            memo = shared / hashlib.sha256(f"{text}\n{command.tier}".encode()).hexdigest()[:16]
+            run = (f"exec 9> {memo}.lock && flock 9\nif [ -f {memo}.rc ]; then cp {memo}.log {logs}/{index}.log; "
+                   f"echo \"$(cut -d' ' -f1 {memo}.rc) $start $EPOCHREALTIME\" > {logs}/{index}.rc\nelse\n{run}\n"
+                   f"cp {logs}/{index}.log {memo}.log; cp {logs}/{index}.rc {memo}.rc\nfi\nexec 9>&-")
+        lines.append(f"start=$EPOCHREALTIME\n{run}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="session")
+def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the workers of this test run keep the SHARED commands' results."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run:
+        folder = Path(tempfile.gettempdir()) / f"dmlconform-doc-commands-{run}"
+        folder.mkdir(exist_ok=True)
+        return folder
+    return tmp_path_factory.mktemp("shared-runs")
+
+
+@pytest.mark.docs_commands
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", DOCS)
+def test_doc_commands_run(doc: str, doc_commands_bin: Path, doc_fixtures: Path, shared_runs: Path,
+                          tmp_path: Path) -> None:
+    """Each command of the doc that is not marked, in order, in one shell (a block's variables carry to its later
+    commands, its files to the doc's later blocks), from the installed wheel, outside the checkout: it exits as the
+    doc says."""
+    commands = [command for command in COMMANDS if command.doc == doc and command.runs]
+    if not commands:
+        pytest.skip(f"{doc}: every command is marked ({', '.join(sorted({m for c in COMMANDS if c.doc == doc for m in c.marks}))})")
+    folder = tmp_path / "work"
+    shutil.copytree(doc_fixtures, folder, symlinks=True)
+    env = _environment(doc_commands_bin, folder)
+    _extra_fixtures(doc, folder, env)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    script = folder / "doc-commands.sh"
+    script.write_text(_script(commands, logs, shared_runs))
+    timeout = sum(command.timeout for command in commands)
+    subprocess.run(["bash", str(script)], env=env, timeout=timeout, check=False, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    problems = []
+    for index, command in enumerate(commands):
+        rc_file = logs / f"{index}.rc"
+        log = (logs / f"{index}.log").read_text(errors="replace") if (logs / f"{index}.log").exists() else ""
+        status, seconds = None, 0.0
+        if rc_file.exists():
+            code, start, end = rc_file.read_text().split()
+            status, seconds = int(code), float(end) - float(start)
+        print(f"{seconds:6.1f} s  exit {status}  {command.where}: {command.shown()[:100]}")
+        if status != command.exit:
+            problems.append(f"{command.where}: exited {status}, the doc says {command.exit}: `{command.run_as()}`\n"
+                            + textwrap.indent("\n".join(log.rstrip().splitlines()[-12:]), "    | "))
+    assert not problems, f"{doc}, run in {folder}:\n" + "\n".join(problems)
+
+
+MARKED = [command for command in COMMANDS if not command.runs]
+
+
+@pytest.mark.docs_commands
+@pytest.mark.parametrize("command", MARKED, ids=[command.where for command in MARKED])
+def test_marked_command_is_not_run(command: Command, doc_commands_bin: Path) -> None:
+    """Listed, never silently left out: each command a doc marks is a skip naming why (`-ra` prints them)."""
+    pytest.skip(f"{command.where}: {'/'.join(sorted(command.marks & set(NOT_RUN)))}, not run here: "
+                f"{command.shown()[:120]}")
+
