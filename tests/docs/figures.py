@@ -2,8 +2,8 @@
 
 `docs/figures.json` holds every figure; a doc states one as `<!-- fig:KEY -->VALUE` (the comment is invisible in the
 rendered page), and tests/docs/test_figures.py checks that VALUE is figures.json's, that figures.json is what the
-bundled suites give now (suite_figures, fast: the test command) and what a run gives now (run_figures: the reference's
-statuses on the standard tier, crosscheck's agreement: .ci/run's last step), and that every case id a doc cites is a
+bundled suites give now (suite_figures, fast: the test command) and what a run gives now (run_figures and oracle_figures: the
+reference's statuses on the standard tier, crosscheck's agreement, the oracle's share: .ci/run's last step), and that every case id a doc cites is a
 case of the smoke, standard or full tier. After a change to the suites:
 
     python -m tests.docs.figures --write      # rewrite docs/figures.json (the suites' figures; --run: all)
@@ -93,6 +93,15 @@ def run_figures(dmlconform: str = "dmlconform", folder: Path | None = None) -> d
     return figures
 
 
+def oracle_figures() -> dict[str, int]:
+    """The simulated drivers' share of each tier in CI: cases of cost up to ORACLE_COST (a few seconds: the cost
+    counts the reference's summed terms)."""
+    from tests.oracle.conftest import ORACLE_COST, case_cost
+
+    return {f"oracle.{tier}.share": sum(1 for case in _cases(tier) if case_cost(case) <= ORACLE_COST)
+            for tier in GENERATED}
+
+
 def crosscheck_figures(document: dict) -> dict[str, int]:
     """Cases crosscheck ran, how many all agree, and the cases where the backends follow different candidates, in
     all and per behaviour."""
@@ -137,6 +146,7 @@ def main() -> int:
     figures.update(suite_figures())
     if options.run:
         figures.update(run_figures())
+        figures.update(oracle_figures())
     text = json.dumps(dict(sorted(figures.items())), indent=1) + "\n"
     if options.write:
         FIGURES.write_text(text)

@@ -59,10 +59,12 @@ def test_every_cited_case_id_exists() -> None:
 @pytest.mark.docs_commands
 @pytest.mark.slow
 def test_figures_of_runs_are_the_figures_file_s(doc_commands_bin: Path, tmp_path: Path) -> None:
-    """The reference's statuses on the standard tier and crosscheck's agreement, run from the wheel now."""
-    now = figures.run_figures(str(doc_commands_bin / "dmlconform"), tmp_path)
+    """The reference's statuses on the standard tier and crosscheck's agreement, run from the wheel now, and the
+    oracle's share of each tier."""
+    now = figures.run_figures(str(doc_commands_bin / "dmlconform"), tmp_path) | figures.oracle_figures()
     known = figures.load()
     changed = {key: (known.get(key), value) for key, value in now.items() if known.get(key) != value}
-    gone = sorted(key for key in known if key.startswith(("standard.reference.", "standard.crosscheck.")) and key not in now)
+    gone = sorted(key for key in known if key.startswith(("standard.reference.", "standard.crosscheck.", "oracle."))
+                  and key not in now)
     assert not changed and not gone, f"docs/figures.json (was, now): {changed}; no longer: {gone}: " \
                                      "python -m tests.docs.figures --write --run, with the wheel's dmlconform on PATH"
