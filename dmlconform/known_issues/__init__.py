@@ -22,6 +22,7 @@ issues:
     releases: [1.9.0, 1.15.4]         # DirectML versions (the DLL's file version without its last part)
     backends: [directml]              # directml (the operators themselves), onnxruntime-dml (the DML EP's graphs)
     cases: [slice_grad.invalid/window-size-zero, 'slice_grad.standard/refuse-window-size-zero-axis[0-9]+']
+    ops: [SLICE_GRAD]                 # optional: only cases of these operators
     outcomes: [FAIL]                  # what a covered case comes to (default FAIL)
     occurs: always                    # always: every covered case fails; sometimes: it may (order-dependent)
     message: DXGI_ERROR_DEVICE_REMOVED   # optional: a regular expression the failure's message must contain
@@ -46,6 +47,7 @@ import yaml
 
 from dmlconform.backend_info import BackendInfo
 from dmlconform.case_result import FAILURES, CaseResult, Status
+from dmlconform.ops import OPERATORS
 
 FORMAT = "dmlconform-known-issues/v1"
 SHIPPED_NAME = "directml.yaml"
@@ -53,7 +55,7 @@ MAX_LIST_BYTES = 4 << 20
 #: The backends a known issue can show through: the DirectML operators themselves (the `directml` backend's
 #: harness), and onnxruntime-directml's DirectML EP running the `onnxruntime` backend's graphs.
 BACKENDS = ("directml", "onnxruntime-dml")
-_ISSUE_KEYS = ("id", "title", "releases", "backends", "cases", "outcomes", "occurs", "message", "evidence",
+_ISSUE_KEYS = ("id", "title", "releases", "backends", "cases", "ops", "outcomes", "occurs", "message", "evidence",
                "reference")
 _ID = re.compile(r"[A-Z0-9][A-Z0-9._\-]{0,99}")
 _RELEASE = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")
@@ -91,14 +93,18 @@ class KnownIssue:
     backends: tuple[str, ...]
     #: Case ids, or regular expressions that must match a whole id (an entry equal to an id is that id).
     cases: tuple[str, ...]
+    #: Only cases of these operators (empty: any).
+    ops: tuple[str, ...]
     outcomes: tuple[Status, ...]
     occurs: Occurs
     message: str | None
     evidence: tuple[str, ...]
     reference: str
 
-    def covers(self, case_id: str) -> bool:
-        return any(entry == case_id or re.fullmatch(entry, case_id) for entry in self.cases)
+    def covers(self, result: CaseResult) -> bool:
+        if self.ops and result.op not in self.ops:
+            return False
+        return any(entry == result.id or re.fullmatch(entry, result.id) for entry in self.cases)
 
     def explains(self, result: CaseResult, raw: Status) -> bool:
         """Whether the case's failure is this issue's: an outcome it lists, with its message where it names one."""
@@ -106,7 +112,8 @@ class KnownIssue:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "releases": list(self.releases), "backends": list(self.backends),
-                "cases": list(self.cases), "outcomes": [s.value for s in self.outcomes], "occurs": self.occurs.value,
+                "cases": list(self.cases), "ops": list(self.ops), "outcomes": [s.value for s in self.outcomes],
+                "occurs": self.occurs.value,
                 "message": self.message, "evidence": list(self.evidence), "reference": self.reference}
 
 
@@ -152,7 +159,7 @@ class ReleaseIssues:
     def issue_for(self, result: CaseResult, raw: Status) -> KnownIssue | None:
         """The issue a case that came to `raw` falls under: the first covering it that explains the failure, else
         (for a pass, or another failure) the first `always` issue covering it."""
-        covering = [i for i in self.issues if i.covers(result.id)]
+        covering = [i for i in self.issues if i.covers(result)]
         explaining = next((i for i in covering if i.explains(result, raw)), None)
         if explaining is not None:
             return explaining
@@ -403,6 +410,11 @@ def _issue(name: str, entry: object, position: int) -> KnownIssue:
             re.compile(case)
         except (re.error, OverflowError, RecursionError) as exc:
             raise fail(f"cases[{number}]", f"{case!r} is not a regular expression ({exc})") from None
+    ops = _texts(fail, entry, "ops", "DML_OPERATOR names", default=())
+    known_ops = {op.name for op in OPERATORS.values()}
+    for number, op in enumerate(ops):
+        if op not in known_ops:
+            raise fail(f"ops[{number}]", f"{op!r} is not an operator ({', '.join(sorted(known_ops))})")
     outcome_names = _texts(fail, entry, "outcomes", "statuses", default=("FAIL",))
     outcomes = []
     for number, outcome in enumerate(outcome_names):
@@ -425,7 +437,7 @@ def _issue(name: str, entry: object, position: int) -> KnownIssue:
         except (re.error, OverflowError, RecursionError) as exc:
             raise fail("message", f"{message!r} is not a regular expression ({exc})") from None
     evidence = _texts(fail, entry, "evidence", "the kept results that show it")
-    return KnownIssue(text["id"], text["title"], releases, backends, cases, tuple(outcomes), occurs, message,
+    return KnownIssue(text["id"], text["title"], releases, backends, cases, ops, tuple(outcomes), occurs, message,
                       evidence, text["reference"])
 
 
