@@ -410,7 +410,7 @@ def _issue(name: str, entry: object, position: int) -> KnownIssue:
             re.compile(case)
         except (re.error, OverflowError, RecursionError) as exc:
             raise fail(f"cases[{number}]", f"{case!r} is not a regular expression ({exc})") from None
-    ops = _texts(fail, entry, "ops", "DML_OPERATOR names", default=())
+    ops = () if entry.get("ops") == [] else _texts(fail, entry, "ops", "DML_OPERATOR names", default=())
     known_ops = {op.name for op in OPERATORS.values()}
     for number, op in enumerate(ops):
         if op not in known_ops:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from dmlconform.case_result import Status
+from dmlconform.known_issues import Mode, parse_known_issues
 from dmlconform.results import ResultsError
 from dmlconform.results.expectations import Expectations, load_expectations, next_baseline
 from tests.results.helpers import result
@@ -120,3 +122,90 @@ def test_next_baseline_lists_every_failure_marks_news_and_keeps_what_this_run_di
     (tmp_path / "next.csv").write_text(text)
     again = load_expectations(tmp_path / "next.csv", [], [])  # the file reads back as a baseline
     assert again.expected_failure("s/new").status is Status.ERROR
+
+
+# -- the DirectML release's known issues ------------------------------------------------------------------------
+KNOWN = """\
+format: dmlconform-known-issues/v1
+date: 2026-11-27
+measured:
+  directml: [1.15.4]
+issues:
+  - id: T-ZERO
+    title: accepts a window of size 0
+    releases: [1.15.4]
+    backends: [directml]
+    cases: ['s/zero-.*']
+    evidence: [x]
+    reference: y
+  - id: T-REMOVED
+    title: the device is removed
+    releases: [1.15.4]
+    backends: [directml]
+    cases: ['.*']
+    outcomes: [CRASH]
+    occurs: sometimes
+    message: DEVICE_REMOVED
+    evidence: [x]
+    reference: y
+"""
+
+
+def known(mode: Mode, baseline: Expectations | None = None) -> Expectations:
+    issues = parse_known_issues(KNOWN.encode(), "list.yaml").for_release("1.15.4", "directml")
+    return (baseline or Expectations()).with_known_issues(issues, mode)
+
+
+def test_a_failure_a_known_issue_explains_is_expected_and_names_the_issue() -> None:
+    settled = known(Mode.ON).settle([result("s/zero-axis0", Status.FAIL)])
+    assert settled.status is Status.EXPECTED_FAIL and settled.outcome is Status.FAIL and settled.acceptable
+    assert settled.known_issue is not None and (settled.known_issue.id, settled.known_issue.release) == ("T-ZERO",
+                                                                                                        "1.15.4")
+    assert settled.message.startswith("DirectML 1.15.4's known issue T-ZERO (accepts a window of size 0)")
+    assert not known(Mode.ON).needs_retry(result("s/zero-axis0", Status.FAIL))  # not tried again: it is known
+
+
+def test_the_devices_own_failures_still_fail_beside_the_known_issues() -> None:
+    """The promise a known issue must not break: a failure it does not explain is a failure."""
+    applied = known(Mode.ON)
+    for failing in (result("s/other", Status.FAIL), result("s/zero-axis0", Status.CRASH),
+                    result("s/other", Status.CRASH)):
+        settled = applied.settle([failing])
+        assert settled.status is failing.status and not settled.acceptable, settled
+    wrong_crash = applied.settle([result("s/zero-axis0", Status.CRASH)])
+    assert wrong_crash.known_issue is not None and wrong_crash.message.startswith(
+        "not DirectML 1.15.4's known issue T-ZERO: it expects FAIL, this came to CRASH")
+
+
+def test_a_failure_explained_by_its_message_only_where_the_issue_names_one() -> None:
+    applied = known(Mode.ON)
+    removed = applied.settle([replace(result("s/other", Status.CRASH), message="DXGI_ERROR_DEVICE_REMOVED")])
+    assert removed.status is Status.EXPECTED_FAIL and removed.known_issue.id == "T-REMOVED"
+    passed = applied.settle([result("s/other", Status.PASS)])
+    assert passed.status is Status.PASS and passed.known_issue is None  # a 'sometimes' issue: a pass says nothing
+
+
+def test_a_known_issue_that_passes_is_unexpected_and_fails_the_run_only_when_strict() -> None:
+    on = known(Mode.ON).settle([result("s/zero-axis0", Status.INVALID_OK)])
+    assert on.status is Status.UNEXPECTED_PASS and on.outcome is Status.INVALID_OK and on.acceptable
+    strict = known(Mode.STRICT).settle([result("s/zero-axis0", Status.INVALID_OK)])
+    assert strict.status is Status.UNEXPECTED_PASS and not strict.acceptable
+    assert known(Mode.STRICT).settle([result("s/zero-axis0", Status.FAIL)]).acceptable
+
+
+def test_off_applies_nothing_and_a_users_baseline_comes_first(tmp_path: Path) -> None:
+    off = known(Mode.OFF).settle([result("s/zero-axis0", Status.FAIL)])
+    assert off.status is Status.FAIL and off.known_issue is None and not off.acceptable
+    with_baseline = known(Mode.ON, expectations(tmp_path, "s/zero-axis0,FAIL\n"))
+    settled = with_baseline.settle([result("s/zero-axis0", Status.FAIL)])
+    assert settled.status is Status.EXPECTED_FAIL and settled.known_issue is None and settled.expectation
+    above = known(Mode.ON).settle([result("s/zero-axis0", Status.NOT_REQUIRED, required=False,
+                                          outcome=Status.FAIL)])
+    assert above.status is Status.NOT_REQUIRED and above.known_issue is None
+
+
+def test_the_next_baseline_leaves_the_releases_known_issues_out() -> None:
+    applied = known(Mode.ON)
+    results = [applied.settle([result("s/zero-axis0", Status.FAIL)]), applied.settle([result("s/other", Status.FAIL)])]
+    text = next_baseline(results, applied)
+    assert "s/other,FAIL" in text and "s/zero-axis0" not in text
