@@ -525,7 +525,7 @@ class _Check:
                 self.fail(where, f"field known_issue: {applied.id} on a case not WAIVED by it")
             elif issue is None:
                 self.fail(where, f"WAIVED as known issue {applied.id}, which {KNOWN_ISSUES} does not hold")
-            elif not issue.covers(result.id) or not issue.explains(result, raw):
+            elif not issue.covers(result) or not issue.explains(result, raw):
                 self.fail(where, f"known issue {applied.id} in {KNOWN_ISSUES} does not cover this case's {raw.value}")
             elif (applied.title, applied.reference, applied.release) != (issue.title, issue.reference, issues.release):
                 self.fail(where, f"field known_issue: is not issue {applied.id} of {KNOWN_ISSUES}")

@@ -430,6 +430,20 @@ def test_bundled_cases_on_directml(directml_report: Path) -> None:
     check_bundled_cases_on_directml(directml_report)
 
 
+@pytest.mark.directml_report
+def test_the_directml_run_applied_the_releases_known_issues_by_default(directml_report: Path) -> None:
+    """The same run, given no baseline: DirectML 1.15.4's known issues made its own failures EXPECTED_FAIL, each
+    naming the issue, and nothing else failed (.ci/run checks that --known-issues off fails the same run)."""
+    document = json.loads(directml_report.read_text())
+    record = document["known_issues"]
+    assert (record["mode"], record["backend"], record["release"], record["applied_release"]) == \
+        ("on", "directml", "1.15.4", "1.15.4")
+    known = {case["id"]: case["known_issue"]["id"] for case in document["cases"] if case["known_issue"]}
+    assert set(known) <= KNOWN_ACCEPTED and len(known) == 5, known
+    assert all(case["status"] == "EXPECTED_FAIL" for case in document["cases"] if case["id"] in known)
+    assert document["expectations"] == [] and "FAIL" not in document["summary"]
+
+
 def _result(tmp_path: Path, statuses: dict[str, str], outcome: dict[str, str] | None = None) -> Path:
     cases = [{"id": case_id, "status": status, "outcome": (outcome or {}).get(case_id)}
              for case_id, status in statuses.items()]

@@ -10,13 +10,15 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from dmlconform.case_result import Status
+from dmlconform.known_issues import Mode, shipped
 from dmlconform.results.document import from_document, read_document
-from dmlconform.results.expectations import load_expectations
+from dmlconform.results.expectations import Expectations
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "examples" / "dml_harness" / "results"
@@ -38,38 +40,40 @@ def test_the_readme_fingerprint_table_is_derived_from_the_kept_results():
     assert "**preserved** | **flushed**" in table  # the stacks differ, and the table says where
 
 
-def test_both_stacks_came_out_the_same_case_for_case_and_fail_only_the_baselined_cases():
+def known_issues_of_1_15_4() -> Expectations:
+    issues = shipped().for_release("1.15.4", "directml")
+    return Expectations().with_known_issues(issues, Mode.ON)
+
+
+def test_both_stacks_came_out_the_same_case_for_case_and_fail_only_directmls_known_issues():
     runs = {label: read_document(path) for label, path in STACKS.items()}
     statuses = [{r.id: r.status for r in run.results} for run in runs.values()]
     assert statuses[0] == statuses[1] and len(statuses[0]) == 1845
-    failed = sorted(case_id for case_id, status in statuses[0].items() if status is Status.FAIL)
-    expectations = load_expectations(REPO / "examples" / "dml_harness" / "baseline-directml-1.15.4.csv", [], [])
-    assert len(failed) == 25 and all(expectations.expected_failure(case_id) for case_id in failed)
-    standard = [entry for entry in expectations.baseline if ".full/" not in entry.text]
-    assert len(standard) == 8  # every entry is used by some failing case
-    assert all(any(entry is expectations.expected_failure(c) for c in failed) for entry in standard)
+    failed = [r for r in next(iter(runs.values())).results if r.status is Status.FAIL]
+    settled = [known_issues_of_1_15_4().settle([r]) for r in failed]
+    assert len(failed) == 25 and all(r.status is Status.EXPECTED_FAIL for r in settled)
+    assert {r.known_issue.id for r in settled if r.known_issue} == {
+        i.id for i in shipped().for_release("1.15.4", "directml").issues}  # every issue of the release is used
     devices = {run.backend.device for run in runs.values()}
     assert devices == {"llvmpipe (LLVM 15.0.6, 256 bits)", "NVIDIA H100 80GB HBM3"}
     assert {run.backend.extra.get("api") for run in runs.values()} == {"DirectML 1.15.4.0"}
 
 
 @pytest.mark.slow
-def test_the_full_tier_came_out_the_same_on_both_stacks_and_its_failures_are_baselined():
-    """The full tier's kept runs (results/DECISIONS.md §7), taken with DirectML 1.15.4's baseline: the same on both
-    stacks, nothing failing but DirectML's own known failures, nine of them beyond the standard tier's, each baselined
-    by a `.full/` entry, and every entry of the baseline used."""
+def test_the_full_tier_came_out_the_same_on_both_stacks_and_its_failures_are_directmls_known_issues():
+    """The full tier's kept runs (results/DECISIONS.md §7), taken with the baseline of the time (EXPECTED_FAIL): the
+    same on both stacks, nothing failing but what DirectML 1.15.4's known issues explain, nine of them beyond the
+    standard tier's."""
     paths = [RESULTS / f"directml-1.15.4-{stack}-full.json.xz" for stack in ("lavapipe", "h100")]
     runs = [from_document(json.loads(lzma.decompress(path.read_bytes())), path) for path in paths]
     statuses = [{r.id: r.status for r in run.results} for run in runs]
     assert statuses[0] == statuses[1] and len(statuses[0]) == 6148
     assert Status.FAIL not in statuses[0].values()
-    expected = sorted(case_id for case_id, status in statuses[0].items() if status is Status.EXPECTED_FAIL)
-    expectations = load_expectations(REPO / "examples" / "dml_harness" / "baseline-directml-1.15.4.csv", [], [])
-    full = [entry for entry in expectations.baseline if ".full/" in entry.text]
-    in_full_cases = [case_id for case_id in expected if ".full/" in case_id]
-    assert len(expected) == 34 and len(in_full_cases) == 9
-    assert all(expectations.expected_failure(case_id) in full for case_id in in_full_cases)
-    assert all(any(entry is expectations.expected_failure(c) for c in expected) for entry in expectations.baseline)
+    expected = [replace(r, status=r.outcome or Status.FAIL, outcome=None, expectation=None)
+                for r in runs[0].results if r.status is Status.EXPECTED_FAIL]
+    settled = [known_issues_of_1_15_4().settle([r]) for r in expected]
+    assert len(expected) == 34 and len([r for r in expected if ".full/" in r.id]) == 9
+    assert all(r.status is Status.EXPECTED_FAIL and r.known_issue for r in settled)
 
 
 ORT_RESULTS = REPO / "examples" / "ort_dml_host" / "results"
