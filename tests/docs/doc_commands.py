@@ -140,8 +140,8 @@ class Block:
     commands: list[Command]
 
 
-def unquoted(text: str) -> str:
-    """The text with each quoted string emptied and each comment removed (bash's rules, roughly)."""
+def unquoted(text: str, keep_quoted: bool = False) -> str:
+    """The text with each comment removed and each quoted string emptied (or kept), by bash's rules, roughly."""
     out, quote, comment = [], None, False
     for index, char in enumerate(text):
         if comment:
@@ -152,6 +152,8 @@ def unquoted(text: str) -> str:
         if quote:
             if char == quote:
                 quote = None
+                out.append(char)
+            elif keep_quoted:
                 out.append(char)
             continue
         if char in "'\"":

@@ -9,13 +9,13 @@ marks.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
 import shutil
 import stat
 import subprocess
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -116,10 +116,21 @@ def _environment(bin_dir: Path, folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def doc_fixtures(doc_commands_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The files the docs' commands take (doc_commands.FIXTURE_FILES), made once from the installed wheel."""
-    folder = tmp_path_factory.mktemp("doc-fixtures")
-    env = _environment(doc_commands_bin, folder)
+def doc_fixtures(doc_commands_bin: Path, shared_runs: Path) -> Path:
+    """The files the docs' commands take (doc_commands.FIXTURE_FILES), made once in a test run from the installed
+    wheel (by the first worker to need them; the others wait)."""
+    folder = shared_runs / "fixtures"
+    with (shared_runs / "fixtures.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".made").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            _make_fixtures(folder, _environment(doc_commands_bin, folder))
+            (folder / ".made").write_text("")
+    return folder
+
+
+def _make_fixtures(folder: Path, env: dict[str, str]) -> None:
     shutil.copytree(ROOT / "test_vectors", folder / "test_vectors")
     (folder / "examples").mkdir()
     for entry in (ROOT / "examples").iterdir():
@@ -140,7 +151,6 @@ def doc_fixtures(doc_commands_bin: Path, tmp_path_factory: pytest.TempPathFactor
         "dmlconform run --json reports/numpy.json >/dev/null", folder, env)
     _sh("ssh-keygen -q -t ed25519 -N '' -C vendor@example.com -f vendor_key && "
         "echo \"vendor@example.com $(cut -d' ' -f1,2 vendor_key.pub)\" > allowed_signers", folder, env)
-    return folder
 
 
 def _extra_fixtures(doc: str, folder: Path, env: dict[str, str]) -> None:
@@ -163,8 +173,8 @@ def _extra_fixtures(doc: str, folder: Path, env: dict[str, str]) -> None:
         env["PYTHONPATH"] = str(site)
 
 
-#: Commands that write nothing where they run: one that several docs give, word for word, runs once in a test run
-#: (the others wait for it and take its exit status and output).
+#: Commands that write nothing where they run: one that several docs give, word for word (comments aside) and with
+#: the same exit status, runs once in a test run; a doc's test that finds it running in another's counts it there.
 SHARED = re.compile(r"^dmlconform (generate --check|crosscheck|run|list|ops|coverage|doctor)\b(?!.*(\s(--json|--junit|"
                     r"--html|--out|-o|--artifacts|--record)\b|[>|&;$]))")
 
@@ -173,25 +183,29 @@ def _script(commands: list[Command], logs: Path, shared: Path) -> str:
     lines = ["cd \"$(dirname \"$0\")\""]
     for index, command in enumerate(commands):
         text = command.run_as()
-        run = f"{{\n{text}\n}} > {logs}/{index}.log 2>&1 < /dev/null\necho $? $start $EPOCHREALTIME > {logs}/{index}.rc"
+        log, rc = f"{logs}/{index}.log", f"{logs}/{index}.rc"
+        run = f"{{\n{text}\n}} > {log} 2>&1 < /dev/null\necho $? $start $EPOCHREALTIME > {rc}"
+        code = unquoted(text, keep_quoted=True).strip()
         if SHARED.match(unquoted(text).strip()):
-            memo = shared / hashlib.sha256(f"{text}\n{command.tier}".encode()).hexdigest()[:16]
-            run = (f"exec 9> {memo}.lock && flock 9\nif [ -f {memo}.rc ]; then cp {memo}.log {logs}/{index}.log; "
-                   f"echo \"$(cut -d' ' -f1 {memo}.rc) $start $EPOCHREALTIME\" > {logs}/{index}.rc\nelse\n{run}\n"
-                   f"cp {logs}/{index}.log {memo}.log; cp {logs}/{index}.rc {memo}.rc\nfi\nexec 9>&-")
+            memo = shared / hashlib.sha256(f"{code}\n{command.exit}".encode()).hexdigest()[:16]
+            run = (f"exec 9>> {memo}.lock\n"
+                   f"if ! flock -n 9; then echo '(running in the test of another doc, which checks it)' > {log}; "
+                   f"echo {command.exit} $start $EPOCHREALTIME shared > {rc}\n"
+                   f"elif [ -f {memo}.rc ]; then cp {memo}.log {log}; "
+                   f"echo \"$(cut -d' ' -f1 {memo}.rc) $start $EPOCHREALTIME shared\" > {rc}\n"
+                   f"else\n{run}\ncp {log} {memo}.log; cp {rc} {memo}.rc\nfi\nexec 9>&-")
         lines.append(f"start=$EPOCHREALTIME\n{run}")
     return "\n".join(lines) + "\n"
 
 
 @pytest.fixture(scope="session")
 def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the workers of this test run keep the SHARED commands' results."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run:
-        folder = Path(tempfile.gettempdir()) / f"dmlconform-doc-commands-{run}"
-        folder.mkdir(exist_ok=True)
-        return folder
-    return tmp_path_factory.mktemp("shared-runs")
+    """A folder all workers of this test run share (pytest-xdist gives each a temporary folder under one of the run's):
+    the fixtures, and the SHARED commands' results."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "doc-commands-shared"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 @pytest.mark.docs_commands
@@ -222,7 +236,7 @@ def test_doc_commands_run(doc: str, doc_commands_bin: Path, doc_fixtures: Path, 
         log = (logs / f"{index}.log").read_text(errors="replace") if (logs / f"{index}.log").exists() else ""
         status, seconds = None, 0.0
         if rc_file.exists():
-            code, start, end = rc_file.read_text().split()
+            code, start, end, *_ = rc_file.read_text().split()
             status, seconds = int(code), float(end) - float(start)
         print(f"{seconds:6.1f} s  exit {status}  {command.where}: {command.shown()[:100]}")
         if status != command.exit:
