@@ -45,6 +45,10 @@ def render_inspection(inspection: Inspection, console: Console, recorded: CaseRe
                       f"{recorded.max_ulp if recorded.max_ulp is not None else '-'}, closeness "
                       f"{format_closeness(recorded.closeness)}", highlight=False)
         console.print(f"  {recorded.message}", markup=False, highlight=False)
+        if recorded.known_issue is not None:
+            issue = recorded.known_issue
+            console.print(f"  DirectML {issue.release}'s known issue {issue.id}: {issue.title} ({issue.reference}); "
+                          "docs/known-issues.md", markup=False, highlight=False)
     for note in notes or []:
         console.print(Text(f"note: {note}", style="yellow"))
     if source:

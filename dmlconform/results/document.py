@@ -118,6 +118,10 @@ def configuration(run: RunResult) -> dict[str, Any]:
         "settings": run.settings,
         # Paths differ between machines; the content is what must agree.
         "expectations": [{"kind": e.kind, "sha256": e.sha256} for e in run.expectations],
+        # The known issues applied judge cases as expectations do (None where the backend loads no DirectML).
+        "known_issues": None if run.known_issues is None else {
+            "mode": run.known_issues.mode, "applied_release": run.known_issues.applied_release,
+            "sha256": run.known_issues.sha256},
     }
 
 

@@ -101,6 +101,9 @@ def test_run_applies_the_releases_known_issues_and_the_devices_own_failures_stil
     skipped = ET.parse(tmp_path / "r.xml").getroot().findall(".//testcase[@name='seed.broken/relu-grad-formula']/"
                                                              "skipped")
     assert skipped and "DirectML 1.15.4's known issue TEST-BROKEN-RELU" in skipped[0].get("message", "")
+    shown = invoke("show", BROKEN[0], "--result", tmp_path / "r.json")
+    assert shown.exit_code == 0 and "DirectML 1.15.4's known issue TEST-BROKEN-RELU: the ReluGrad golden" in \
+        " ".join(shown.output.split()), shown.output
     off, document = run(suites, tmp_path, "--known-issues-file", both, "--known-issues", "off")
     assert off.exit_code == 1 and document["summary"]["FAIL"] == 2 and "--known-issues off" in off.output
 
