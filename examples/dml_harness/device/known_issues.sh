@@ -15,6 +15,8 @@ out=$(mkdir -p "$1" && cd "$1" && pwd)
 what=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+export BUNDLE="${BUNDLE:-$root/.gl}"
 run() { bash "$here/run.sh" "$@"; }
 t() { local name=$1; shift; local start=$SECONDS status=0; "$@" > "$out/$name.log" 2>&1 || status=$?
       echo "$name: exit $status, $((SECONDS - start)) s"; tail -2 "$out/$name.log"; }
