@@ -17,6 +17,8 @@ words:
 * `gpu`, `windows`, `network`, `checkout`: not run by the test, and listed as such: it needs a GPU that is not
   lavapipe, Windows, the network (pip, apt-get, the package index), or a checkout of this repository (the
   benchmarks, the fuzzers, .ci/run's own commands);
+* `alone` (a whole block only): the block needs nothing from the doc's earlier blocks, and runs as a test of its
+  own (in parallel with the rest of the doc), in a folder with the fixtures only;
 * `synopsis`: a usage line (`...`, `|`, placeholders), not a command: its subcommand and options are checked,
   nothing is run.
 * `(...)`: a note for the reader of the markdown source; ignored.
@@ -105,6 +107,12 @@ class Command:
     exit: int = 0
     tier: str | None = None
     timeout: int = DEFAULT_TIMEOUT
+    alone: int | None = None  # the line of its block's fence, where the block runs as a test of its own
+
+    @property
+    def unit(self) -> str:
+        """The test that runs the command: its doc's, or its block's own (`alone`)."""
+        return self.doc if self.alone is None else f"{self.doc}:{self.alone}"
 
     @property
     def where(self) -> str:
@@ -185,7 +193,7 @@ def _parse_annotation(text: str, where: str) -> list[tuple[tuple[int, int] | Non
         for word in words:
             key = word.split("=", 1)[0]
             if word in MARKS or (key in ("exit", "timeout") and re.fullmatch(r"\w+=\d+", word)) \
-                    or word == "tier=smoke":
+                    or word in ("tier=smoke", "alone"):
                 continue
             raise AnnotationError(f"{where}: doc-commands: unknown word {word!r} (known: {', '.join(MARKS)}, exit=N, "
                                   "tier=smoke, timeout=S, and notes in parentheses)")
@@ -244,6 +252,8 @@ def blocks(path: Path) -> list[Block]:
                     for first, command in _split_commands(fence[3], fence[2])]
         for lines, words in annotation or ():
             chosen = [c for c in commands if lines is None or lines[0] <= c.block_line <= lines[1]]
+            if "alone" in words and lines is not None:
+                raise AnnotationError(f"{doc}:{fence_line}: doc-commands: `alone` is for a whole block")
             if lines and not chosen:
                 raise AnnotationError(f"{doc}:{fence_line}: doc-commands: lines {lines[0]}-{lines[1]} of the block "
                                       "begin no command")
@@ -256,6 +266,8 @@ def blocks(path: Path) -> list[Block]:
                         command.timeout = int(value)
                     elif key == "tier":
                         command.tier = value
+                    elif key == "alone":
+                        command.alone = fence_line
                     else:
                         command.marks.add(word)
         found.append(Block(doc, fence_line, fence[2], commands))

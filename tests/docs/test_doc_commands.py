@@ -26,7 +26,17 @@ from tests.docs import doc_commands
 from tests.docs.doc_commands import NEEDS_MARK, NOT_RUN, ROOT, Command, unquoted
 
 COMMANDS = doc_commands.all_commands()
-DOCS = sorted({command.doc for command in COMMANDS}, key=lambda doc: (doc != "README.md", doc))
+_SLOW = re.compile(r"--ep dml|\bgenerate\b|\bcrosscheck\b|\bdoctor\b|\bcertify\b|--backend (directml|torch)")
+
+
+def _weight(unit: str) -> int:
+    return sum(10 if _SLOW.search(command.text) else 1
+               for command in COMMANDS if command.unit == unit and command.runs)
+
+
+#: The tests that run commands: one per doc, and one per block that runs `alone`; the slowest first, so that
+#: pytest-xdist starts them first.
+UNITS = sorted({command.unit for command in COMMANDS}, key=lambda unit: (-_weight(unit), unit))
 
 
 def test_annotations_parse_and_every_block_has_commands() -> None:
@@ -210,19 +220,22 @@ def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.docs_commands
 @pytest.mark.slow
-@pytest.mark.parametrize("doc", DOCS)
-def test_doc_commands_run(doc: str, doc_commands_bin: Path, doc_fixtures: Path, shared_runs: Path,
+@pytest.mark.parametrize("unit", UNITS)
+def test_doc_commands_run(unit: str, doc_commands_bin: Path, doc_fixtures: Path, shared_runs: Path,
                           tmp_path: Path) -> None:
     """Each command of the doc that is not marked, in order, in one shell (a block's variables carry to its later
     commands, its files to the doc's later blocks), from the installed wheel, outside the checkout: it exits as the
     doc says."""
-    commands = [command for command in COMMANDS if command.doc == doc and command.runs]
+    commands = [command for command in COMMANDS if command.unit == unit and command.runs]
+    doc = unit.split(":")[0]
     if not commands:
-        pytest.skip(f"{doc}: every command is marked ({', '.join(sorted({m for c in COMMANDS if c.doc == doc for m in c.marks}))})")
+        marks = sorted({mark for command in COMMANDS if command.unit == unit for mark in command.marks})
+        pytest.skip(f"{unit}: every command is marked ({', '.join(marks)})")
     folder = tmp_path / "work"
     shutil.copytree(doc_fixtures, folder, symlinks=True)
     env = _environment(doc_commands_bin, folder)
-    _extra_fixtures(doc, folder, env)
+    if unit == doc:
+        _extra_fixtures(doc, folder, env)
     logs = tmp_path / "logs"
     logs.mkdir()
     script = folder / "doc-commands.sh"
@@ -242,7 +255,7 @@ def test_doc_commands_run(doc: str, doc_commands_bin: Path, doc_fixtures: Path, 
         if status != command.exit:
             problems.append(f"{command.where}: exited {status}, the doc says {command.exit}: `{command.run_as()}`\n"
                             + textwrap.indent("\n".join(log.rstrip().splitlines()[-12:]), "    | "))
-    assert not problems, f"{doc}, run in {folder}:\n" + "\n".join(problems)
+    assert not problems, f"{unit}, run in {folder}:\n" + "\n".join(problems)
 
 
 MARKED = [command for command in COMMANDS if not command.runs]
