@@ -89,8 +89,14 @@ def test_run_applies_the_releases_known_issues_and_the_devices_own_failures_stil
     assert statuses[BROKEN[1]][0] == "EXPECTED_FAIL" and statuses[BROKEN[1]][1]["id"] == "TEST-BROKEN-POOLING"
     assert statuses[BROKEN[0]] == ("FAIL", None)
     both = known_list(tmp_path, RELU)
-    done, document = run(suites, tmp_path, "--known-issues-file", both)
+    database = tmp_path / "history.sqlite"
+    done, document = run(suites, tmp_path, "--known-issues-file", both, "--html", tmp_path / "r.html", "--record",
+                         "--db", database)
     assert done.exit_code == 0, done.output
+    html = (tmp_path / "r.html").read_text()
+    assert "2 case(s) hit DirectML's known issues, not the device's" in html and "TEST-BROKEN-RELU" in html
+    timeline = invoke("history", "timeline", BROKEN[0], "--db", database)
+    assert "DirectML known issue TEST-BROKEN-RELU (1.15.4)" in " ".join(timeline.output.split()), timeline.output
     assert "2 case(s) hit DirectML 1.15.4's known issues, not this device's: TEST-BROKEN-RELU ×1, " \
            "TEST-BROKEN-POOLING ×1" in " ".join(done.output.split())
     assert "the device: yes" in done.output
