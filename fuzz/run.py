@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 HARNESSES = ("suite_yaml", "suite_npy", "suite_npz", "suite_generate", "harness_replies", "harness_requests",
-             "result_document", "journal", "expectations", "repro_bundle")
+             "result_document", "journal", "expectations", "repro_bundle", "known_issues")
 #: libFuzzer options for every harness: an input that takes 10 s is a hang; the whole process past 2 GiB is an
 #: out-of-memory crash (each harness's own bound, fuzz/contract.py, is far tighter); inputs up to 64 KiB.
 LIBFUZZER_OPTIONS = ["-timeout=10", "-rss_limit_mb=2048", "-max_len=65536", "-print_final_stats=1"]
