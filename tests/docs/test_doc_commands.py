@@ -9,12 +9,9 @@ marks.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
 import re
 import shutil
-import stat
 import subprocess
 import textwrap
 from pathlib import Path
@@ -23,6 +20,7 @@ import click
 import pytest
 
 from tests.docs import doc_commands
+from tests.docs.conftest import environment, sh
 from tests.docs.doc_commands import NEEDS_MARK, NOT_RUN, ROOT, Command, unquoted
 
 COMMANDS = doc_commands.all_commands()
@@ -101,75 +99,13 @@ def test_dmlconform_subcommands_and_options_exist() -> None:
 
 # --- the docs-commands step of .ci/run -------------------------------------------------------------------------------
 
-HARNESS_SCRIPT = """#!/bin/sh
-# A harness of one's own, for the docs' commands: the reference's Python harness; its arguments are ignored.
-exec python -m dmlconform.harness --backend numpy
-"""
-
-
-def _sh(command: str, cwd: Path, env: dict[str, str], timeout: int = 300) -> None:
-    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
-    assert done.returncode == 0, f"fixture `{command}` exited {done.returncode}:\n{done.stdout[-2000:]}" \
-                                 f"{done.stderr[-2000:]}"
-
-
-def _environment(bin_dir: Path, folder: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PYTEST", "VIRTUAL_ENV", "PYTHONPATH", "COV_"))}
-    env.update(doc_commands.ENVIRONMENT)
-    env["PATH"] = os.pathsep.join([str(bin_dir), str(folder), env.get("PATH", "")])
-    env["VIRTUAL_ENV"] = str(bin_dir.parent)
-    env["DMLCONFORM_DB"] = str(folder / "history.sqlite")
-    env.pop("DMLCONFORM_DIRECTML", None)
-    return env
-
-
-@pytest.fixture(scope="session")
-def doc_fixtures(doc_commands_bin: Path, shared_runs: Path) -> Path:
-    """The files the docs' commands take (doc_commands.FIXTURE_FILES), made once in a test run from the installed
-    wheel (by the first worker to need them; the others wait)."""
-    folder = shared_runs / "fixtures"
-    with (shared_runs / "fixtures.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (folder / ".made").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-            _make_fixtures(folder, _environment(doc_commands_bin, folder))
-            (folder / ".made").write_text("")
-    return folder
-
-
-def _make_fixtures(folder: Path, env: dict[str, str]) -> None:
-    shutil.copytree(ROOT / "test_vectors", folder / "test_vectors")
-    (folder / "examples").mkdir()
-    for entry in (ROOT / "examples").iterdir():
-        if entry.name in ("c_harness", "plugin_backend"):  # commands build or install these: copies
-            shutil.copytree(entry, folder / "examples" / entry.name)
-        else:
-            (folder / "examples" / entry.name).symlink_to(entry)
-    (folder / "ci").mkdir()
-    for name in ("fails.csv", "flakes.txt", "skips.txt"):
-        (folder / "ci" / name).write_text("")
-    (folder / "granted.yaml").write_text("format: dmlconform-waivers/v1\nwaivers: []\n")
-    for name in ("my_harness.exe", "my-harness"):
-        (folder / name).write_text(HARNESS_SCRIPT)
-        (folder / name).chmod(0o755 | stat.S_IXUSR)
-    (folder / "DirectML.dll").write_bytes(b"MZ a stand-in for the DLL a harness loads\n")
-    shutil.copytree(ROOT / "test_vectors" / "relu_grad", folder / "my")
-    _sh("dmlconform run --tier smoke --json old.json >/dev/null && cp old.json new.json && "
-        "dmlconform run --json reports/numpy.json >/dev/null", folder, env)
-    _sh("ssh-keygen -q -t ed25519 -N '' -C vendor@example.com -f vendor_key && "
-        "echo \"vendor@example.com $(cut -d' ' -f1,2 vendor_key.pub)\" > allowed_signers", folder, env)
-
-
 def _extra_fixtures(doc: str, folder: Path, env: dict[str, str]) -> None:
     """What one doc's commands take beyond doc_fixtures (doc_commands.FIXTURE_FILES names them too)."""
     if doc == "README.md":  # its certify line needs a GPU; its verify line checks a package all the same
-        _sh('dmlconform certify --level 6_4 --backend native --harness "$HARNESS" --waivers granted.yaml -o pkg/ '
+        sh('dmlconform certify --level 6_4 --backend native --harness "$HARNESS" --waivers granted.yaml -o pkg/ '
             ">/dev/null", folder, env)
     elif doc == "docs/certification.md":  # "on each machine": the doc's command makes shard 1, these the others
-        _sh('for i in 2 3 4; do dmlconform certify --level 6_4 --backend native --harness "$HARNESS" --shard $i/4 '
+        sh('for i in 2 3 4; do dmlconform certify --level 6_4 --backend native --harness "$HARNESS" --shard $i/4 '
             '-o shard-$i/ >/dev/null || exit 1; done', folder, env)
     elif doc == "docs/plugins.md":  # what its `pip install examples/plugin_backend` installs, on a path of its own
         site = folder / "plugin-site"
@@ -208,16 +144,6 @@ def _script(commands: list[Command], logs: Path, shared: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="session")
-def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder all workers of this test run share (pytest-xdist gives each a temporary folder under one of the run's):
-    the fixtures, and the SHARED commands' results."""
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "doc-commands-shared"
-    folder.mkdir(exist_ok=True)
-    return folder
-
-
 @pytest.mark.docs_commands
 @pytest.mark.slow
 @pytest.mark.parametrize("unit", UNITS)
@@ -233,7 +159,7 @@ def test_doc_commands_run(unit: str, doc_commands_bin: Path, doc_fixtures: Path,
         pytest.skip(f"{unit}: every command is marked ({', '.join(marks)})")
     folder = tmp_path / "work"
     shutil.copytree(doc_fixtures, folder, symlinks=True)
-    env = _environment(doc_commands_bin, folder)
+    env = environment(doc_commands_bin, folder)
     if unit == doc:
         _extra_fixtures(doc, folder, env)
     logs = tmp_path / "logs"
