@@ -1,6 +1,6 @@
 """Records which full tier the kept real-DirectML results ran: the generator's fingerprint and each full-tier suite
-file's SHA-256 (full-tier.json beside this script), so that a fast test can tell whether today's full tier is still that one
-without generating it (tests/known_issues/test_kept_results.py).
+file's SHA-256 (full-tier.json beside this script), so that a fast test can tell whether today's full tier is still
+that one without generating it (tests/known_issues/test_kept_results.py).
 
     python examples/dml_harness/results/full_tier_record.py           # generate the full tier afresh and compare
     python examples/dml_harness/results/full_tier_record.py --write   # ... and rewrite the record
