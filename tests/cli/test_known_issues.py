@@ -188,3 +188,25 @@ def test_certify_waives_them_as_directmls_and_verify_re_derives_them(suites: Pat
     assert done.exit_code == 1 and "2 of 12 required case(s) neither matched nor waived" in done.output
     noted = invoke("verify", off, "--suite-root", suites, "--known-issues-file", listing)
     assert noted.exit_code == 1 and "the package applied no known issues" in noted.output
+
+
+@pytest.mark.slow
+def test_shard_packages_merge_with_the_known_issues_they_applied(suites: Path, tmp_path: Path):
+    listing = known_list(tmp_path, RELU)
+    shards = []
+    for index in (1, 2):
+        shards.append(tmp_path / f"shard{index}")
+        done = invoke("certify", "--level", "6_4", "--suite-root", suites, "--backend", "native", "--harness", HARNESS,
+                      "--known-issues-file", listing, "--shard", f"{index}/2", "-o", shards[-1])
+        assert done.exit_code == 0, done.output
+    merged = invoke("certify", "--merge", "-o", tmp_path / "merged", *shards)
+    assert merged.exit_code == 0, merged.output
+    record = json.loads((tmp_path / "merged" / CERTIFICATION).read_text())["known_issues"]
+    assert record["file"] == KNOWN_ISSUES and sorted(record["applied"]) == ["TEST-BROKEN-POOLING", "TEST-BROKEN-RELU"]
+    verified = invoke("verify", tmp_path / "merged", "--suite-root", suites, "--known-issues-file", listing)
+    assert verified.exit_code == 0, verified.output
+    other = tmp_path / "other"
+    done = invoke("certify", "--level", "6_4", "--suite-root", suites, "--backend", "native", "--harness", HARNESS,
+                  "--known-issues-file", known_list(tmp_path), "--shard", "2/2", "-o", other)
+    mixed = invoke("certify", "--merge", "-o", tmp_path / "mixed", shards[0], other)
+    assert mixed.exit_code == 2 and "field known_issues.sha256" in mixed.output, mixed.output
