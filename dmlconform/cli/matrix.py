@@ -61,7 +61,8 @@ def matrix(versions: tuple[str, ...], all_available: bool, tier_name: str, out_d
     """Run a tier on the DirectML.dll of each onnxruntime-directml VERSION (default: every cached release) and
     compare them: per release the DLL's version and digest, the feature level it reports, the cases per status, and
     the cases whose status or outputs (bit for bit) differ from the reference's. A release whose DirectML.dll is
-    byte-identical to one already run is not run again (see --same-dll).
+    byte-identical to one already run is not run again (see --same-dll). No release's known issues are applied: the
+    results say what each DirectML did (they are the evidence the known issues rest on; --baseline still applies).
 
     Exit status: 0 every release ran (whatever its cases came to), 1 a release could not be fetched or run,
     2 unusable input or usage, 130/143 stopped by SIGINT/SIGTERM."""
