@@ -51,7 +51,7 @@ def level_verdicts(results: list[CaseResult], target: FeatureLevel) -> list[Leve
         tally[0] += 1
         # A known failure is known, not conformant: it never counts as a match; nor does a waived one.
         tally[1] += effective_status(r).matched
-        known_issue = r.known_issue is not None and r.status in (Status.EXPECTED_FAIL, Status.WAIVED)
+        known_issue = hit_known_issue(r)
         tally[2] += r.status is Status.EXPECTED_FAIL and not known_issue
         tally[3] += r.status is Status.WAIVED
         tally[4] += known_issue
@@ -61,6 +61,22 @@ def level_verdicts(results: list[CaseResult], target: FeatureLevel) -> list[Leve
         required, matched, known, waived, issues = sums
         verdicts.append(LevelVerdict(level, required, matched, level <= target, known, waived, issues))
     return verdicts
+
+
+def hit_known_issue(result: CaseResult) -> bool:
+    """The case failed as a known issue of the DirectML release says: EXPECTED_FAIL, or WAIVED in a certification."""
+    return result.known_issue is not None and result.status in (Status.EXPECTED_FAIL, Status.WAIVED)
+
+
+def known_issue_cases(results: list[CaseResult]) -> tuple[dict[str, list[CaseResult]], list[CaseResult]]:
+    """The cases that hit each known issue (by issue id, in the order issues are first hit), and the cases of known
+    issues that did not reproduce (UNEXPECTED_PASS)."""
+    hits: dict[str, list[CaseResult]] = {}
+    for result in results:
+        if hit_known_issue(result) and result.known_issue is not None:
+            hits.setdefault(result.known_issue.id, []).append(result)
+    passes = [r for r in results if r.known_issue is not None and r.status is Status.UNEXPECTED_PASS]
+    return hits, passes
 
 
 def introduced_levels(results: list[CaseResult]) -> list[FeatureLevel]:

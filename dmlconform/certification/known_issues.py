@@ -16,10 +16,9 @@ from typing import Any
 
 from dmlconform.case_result import AppliedWaiver, CaseResult, Status
 from dmlconform.certification.waivers import waivable
-from dmlconform.known_issues import KnownIssueList, Mode, ReleaseIssues, Resolution
+from dmlconform.known_issues import KnownIssueList, Mode, ReleaseIssues
 from dmlconform.results.expectations import applied_issue
-from dmlconform.run_result import KnownIssueRecord
-from dmlconform.verdicts import effective_status
+from dmlconform.verdicts import effective_status, known_issue_cases
 
 
 def granted_by(issues: ReleaseIssues) -> str:
@@ -45,29 +44,19 @@ def apply_known_issues(results: list[CaseResult], issues: ReleaseIssues) -> None
 
 def known_issue_use(results: list[CaseResult], issues: ReleaseIssues | None) -> dict[str, Any]:
     """What the issues came to in results that carry them: the cases each covered, and those that covered none."""
-    applied: dict[str, list[str]] = {}
-    for result in results:
-        if result.known_issue is not None and result.status is Status.WAIVED:
-            applied.setdefault(result.known_issue.id, []).append(result.id)
+    applied = {issue_id: [r.id for r in cases] for issue_id, cases in known_issue_cases(results)[0].items()}
     listed = [i.id for i in issues.issues] if issues is not None else []
     return {"applied": applied, "unneeded": [i for i in listed if i not in applied]}
 
 
-def record(resolution: Resolution, mode: Mode) -> KnownIssueRecord:
-    issues = resolution.issues
-    return KnownIssueRecord(mode.value, resolution.backend, resolution.release, issues.release if issues else None,
-                            issues.source if issues else None, issues.sha256 if issues else None,
-                            tuple(i.id for i in issues.issues) if issues else (), resolution.note)
-
-
 def rederived(release: str, backend: str, package: ReleaseIssues | None, ours: KnownIssueList,
-              results: list[CaseResult]) -> tuple[list[str], list[str]]:
+              results: list[CaseResult]) -> tuple[list[tuple[str, str]], list[str]]:
     """The package's known issues (None: it applied none) against this dmlconform's list for the same release:
-    (claim problems, notes).
+    (claim problems as (case id, message), notes).
 
     A case the package waived as a known issue that our list does not explain for it is a claim problem; any other
     difference (an issue added, removed or changed, a failure our list would waive) is a note."""
-    problems: list[str] = []
+    problems: list[tuple[str, str]] = []
     notes: list[str] = []
     if not ours.knows(release, backend):
         mine = None
@@ -95,8 +84,8 @@ def rederived(release: str, backend: str, package: ReleaseIssues | None, ours: K
         if result.known_issue is not None and result.status is Status.WAIVED:
             issue = mine.issue_for(result, raw) if mine is not None else None
             if issue is None or issue.id != result.known_issue.id or not issue.explains(result, raw):
-                problems.append(f"case {result.id}: waived as DirectML {release}'s known issue "
-                                f"{result.known_issue.id}, which {ours.source}'s list does not grant for it")
+                problems.append((result.id, f"waived as DirectML {release}'s known issue {result.known_issue.id}, "
+                                            f"which {ours.source}'s list does not grant for it"))
         elif mine is not None and result.required and raw.failure and result.status is not Status.WAIVED:
             issue = mine.issue_for(result, raw)
             if issue is not None and issue.explains(result, raw):

@@ -219,17 +219,10 @@ def merge_shard_packages(shards: list[ShardPackage], output: Path) -> tuple[RunR
     return merged, waivers, raw
 
 
-def merged_known_issues(shards: list[ShardPackage], merged: RunResult) -> ReleaseIssues | None:
-    """The known issues the shard packages applied (one list for all of them), set on the merged run too."""
-    first = shards[0]
-    for shard in shards[1:]:
-        if shard.document.get("known_issues") != first.document.get("known_issues") and \
-                (shard.document.get("known_issues") or {}).get("sha256") != \
-                (first.document.get("known_issues") or {}).get("sha256"):
-            raise CertificationError(shard.folder / CERTIFICATION, f"applied other known issues than {first.folder}",
-                                     field="known_issues.sha256")
-    merged.known_issues = first.run.known_issues
-    path = first.folder / KNOWN_ISSUES
+def merged_known_issues(shards: list[ShardPackage]) -> ReleaseIssues | None:
+    """The known issues the shard packages applied: the same for all of them (merge_results refuses shards whose
+    configurations, the known issues' digest among them, differ)."""
+    path = shards[0].folder / KNOWN_ISSUES
     if not path.is_file():
         return None
     try:

@@ -537,9 +537,8 @@ class _Check:
             return
         problems, notes = rederived(release, backend, issues, self.shipped.known_issues or shipped(), run.results)
         self.verification.notes += notes
-        for problem in problems:
-            self.verification.problems.append(Problem(ProblemKind.CLAIM, f"{RESULTS}: {problem.split(': ', 1)[0]}",
-                                                      problem.split(": ", 1)[1]))
+        for case_id, message in problems:
+            self.verification.problems.append(Problem(ProblemKind.CLAIM, f"{RESULTS}: case {case_id}", message))
 
     # -- waivers --------------------------------------------------------------------------------------------
     def check_waivers(self, run: RunResult, granted: WaiverFile | None) -> WaiverFile | None:

@@ -22,7 +22,6 @@ match: the certification says it holds *with* waivers and lists them.
 
 from __future__ import annotations
 
-import datetime
 import fnmatch
 import hashlib
 import re
@@ -30,12 +29,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dmlconform.backend_info import BackendInfo
 from dmlconform.case_result import AppliedWaiver, CaseResult, Status
 from dmlconform.certification import CertificationError
 from dmlconform.verdicts import effective_status
+from dmlconform.yaml_file import YamlFileError, iso_date, load_yaml_bytes
 
 WAIVERS_FORMAT = "dmlconform-waivers/v1"
 MAX_WAIVERS_BYTES = 1 << 20
@@ -156,15 +154,9 @@ def read_waiver_bytes(path: Path) -> bytes:
 
 def parse_waivers(raw: bytes, name: str) -> WaiverFile:
     try:
-        document = yaml.safe_load(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError:
-        raise CertificationError(name, "is not UTF-8 text") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        raise CertificationError(name, f"is not YAML ({getattr(exc, 'problem', None) or exc})", where) from None
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # PyYAML's constructors: a bad date...
-        raise CertificationError(name, f"is not YAML it can read ({exc})") from None
+        document = load_yaml_bytes(raw)
+    except YamlFileError as exc:
+        raise CertificationError(name, exc.message, exc.where) from None
     if not isinstance(document, dict):
         raise CertificationError(name, f"is not a mapping with format: {WAIVERS_FORMAT} and waivers: [...]")
     if document.get("format") != WAIVERS_FORMAT:
@@ -201,13 +193,7 @@ def _waiver(name: str, entry: object, position: int) -> Waiver:
         text[key] = " ".join(value.split())
     if not _ID.fullmatch(text["id"]):
         raise fail("id", f"{text['id']!r}: an id is letters, digits and . _ + - (at most 100)")
-    date = entry.get("date")
-    if isinstance(date, datetime.date):
-        date = date.isoformat()
-    try:
-        date = datetime.date.fromisoformat(date).isoformat() if isinstance(date, str) else None
-    except ValueError:
-        date = None
+    date = iso_date(entry.get("date"))
     if date is None:
         raise fail("date", "missing or not a date (YYYY-MM-DD): the day the waiver was granted")
     cases = entry.get("cases")

@@ -160,7 +160,7 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
              known_issues_file: Path | None) -> int:
     from dmlconform.certification import OUTPUTS, RESULTS
     from dmlconform.certification.environment import environment_record, file_digests
-    from dmlconform.certification.known_issues import apply_known_issues, record
+    from dmlconform.certification.known_issues import apply_known_issues
     from dmlconform.certification.package import Claim, PackageParts
     from dmlconform.certification.waivers import DeviceIdentity, apply_waivers
     from dmlconform.cli.common import parse_level
@@ -188,7 +188,7 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     resolution = choice.resolve(run.backend)
     applied = resolution.issues if resolution is not None else None
     if resolution is not None:
-        run.known_issues = record(resolution, choice.mode)
+        run.known_issues = resolution.record()
     if applied is not None:
         apply_known_issues(run.results, applied)
     if waivers is not None:
@@ -321,7 +321,7 @@ def _merge(folders: tuple[Path, ...], output: Path, failures_shown: int) -> int:
             raise CertificationError(shards[0].folder / ENVIRONMENT, "is not a JSON object")
         _fresh_folder(output)
         merged, waivers, waivers_raw = merge_shard_packages(shards, output)
-        known_issues = merged_known_issues(shards, merged)
+        known_issues = merged_known_issues(shards)
     except (CertificationError, ResultsError) as exc:
         fail(str(exc))
     except OSError as exc:

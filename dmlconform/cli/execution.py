@@ -19,9 +19,9 @@ import click
 from dmlconform import __version__
 from dmlconform.backends.base import BackendOptions
 from dmlconform.cli.common import fail, load_cases
-from dmlconform.known_issues import KnownIssueChoice, Resolution
+from dmlconform.known_issues import KnownIssueChoice
 from dmlconform.results.expectations import Expectations
-from dmlconform.run_result import KnownIssueRecord, RunResult, Shard
+from dmlconform.run_result import RunResult, Shard
 from dmlconform.runner import KeepOutputs, default_retries
 from dmlconform.suite.tiers import DEFAULT
 
@@ -206,16 +206,16 @@ def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunRes
 
             info = BackendInfo(request.backend_name, "unknown (interrupted before the backend started)", "unknown",
                                level or HIGHEST)
-        known_issues = _known_issues(request.known_issues, info)
-        if known_issues is not None and request.known_issues is not None:
-            applied = known_issues.issues
-            expectations = expectations.with_known_issues(applied, request.known_issues.mode)
+        # The loaded release is known only now that the backend has said which DLL it loaded.
+        known_issues = request.known_issues.resolve(info) if request.known_issues is not None else None
+        if known_issues is not None:
+            expectations = expectations.with_known_issues(known_issues.issues, known_issues.mode)
         target = level or info.feature_level
         if level is not None and info.feature_level.value < level.value:
             click.echo(f"dmlconform: warning: {below_level(info, level)}", err=True)
         run = RunResult(info, target, started, 0.0, tool_version=__version__, suite=suite, shard=shard,
                         settings=settings, expectations=expectations.files,
-                        known_issues=_known_issue_record(request.known_issues, known_issues))
+                        known_issues=known_issues.record() if known_issues is not None else None)
         header = {"configuration": configuration(run), "backend": backend_json(info), "started": started.isoformat()}
 
         done = _journaled(journal, journal_path, header, {cases[p].full_id: p for p in positions}, stop)
@@ -272,22 +272,6 @@ def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunRes
     finally:
         if closing is None:
             pool.kill()  # on an error exit, or when interrupted: not left behind
-
-
-def _known_issues(choice: KnownIssueChoice | None, info: BackendInfo) -> Resolution | None:
-    if choice is None:
-        return None
-    return choice.resolve(info)
-
-
-def _known_issue_record(choice: KnownIssueChoice | None, resolution: Resolution | None) -> KnownIssueRecord | None:
-    if choice is None or resolution is None:
-        return None
-    issues = resolution.issues
-    return KnownIssueRecord(choice.mode.value, resolution.backend, resolution.release,
-                            issues.release if issues else None, issues.source if issues else None,
-                            issues.sha256 if issues else None,
-                            tuple(i.id for i in issues.issues) if issues else (), resolution.note)
 
 
 def finish_closing() -> None:

@@ -33,21 +33,21 @@ issues:
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import re
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dmlconform.backend_info import BackendInfo
 from dmlconform.case_result import FAILURES, CaseResult, Status
 from dmlconform.ops import OPERATORS
+from dmlconform.run_result import KnownIssueRecord
+from dmlconform.yaml_file import YamlFileError, iso_date, load_yaml_bytes
 
 FORMAT = "dmlconform-known-issues/v1"
 SHIPPED_NAME = "directml.yaml"
@@ -230,6 +230,14 @@ class Resolution:
     release: str | None
     issues: ReleaseIssues | None
     note: str
+    mode: Mode = Mode.ON
+
+    def record(self) -> KnownIssueRecord:
+        """The run's record of it, as result documents keep it."""
+        issues = self.issues
+        return KnownIssueRecord(self.mode.value, self.backend, self.release, issues.release if issues else None,
+                                issues.source if issues else None, issues.sha256 if issues else None,
+                                tuple(i.id for i in issues.issues) if issues else (), self.note)
 
 
 @dataclass(frozen=True)
@@ -264,25 +272,26 @@ class KnownIssueChoice:
         listing = self.listing or shipped()
         if self.mode is Mode.OFF:
             return Resolution(backend, release, None, f"DirectML {release or '(version unknown)'}: known issues "
-                                                      "not applied (--known-issues off): each counts as a failure")
+                                                      "not applied (--known-issues off): each counts as a failure",
+                              self.mode)
         named = self.release is not None
         chosen = self.release if named else release
         if chosen is None:
             return Resolution(backend, None, None, f"the DirectML.dll's version is unknown, so no known-issue list "
                                                    f"applies ({listing.source} has {_measured_text(listing)}; "
-                                                   "--known-issues-release V picks one)")
+                                                   "--known-issues-release V picks one)", self.mode)
         loaded_text = f"DirectML {release or '(version unknown)'}"
         how = f", as --known-issues-release says ({loaded_text} loaded)" if named and chosen != release else ""
         if not listing.knows(chosen, backend):
             return Resolution(backend, release, None, f"{loaded_text}: {listing.source} has no known-issue list for "
                                                       f"it through {backend} (it has {_measured_text(listing)}): "
                                                       "every failure counts; --known-issues-release V applies "
-                                                      "another release's")
+                                                      "another release's", self.mode)
         issues = listing.for_release(chosen, backend)
         count = len(issues.issues)
         return Resolution(backend, release, issues,
                           f"DirectML {chosen}: {count} known issue(s) through {backend} from {listing.source}'s list "
-                          f"(sha256 {issues.sha256[:12]}){how}")
+                          f"(sha256 {issues.sha256[:12]}){how}", self.mode)
 
 
 def _measured_text(listing: KnownIssueList) -> str:
@@ -291,8 +300,9 @@ def _measured_text(listing: KnownIssueList) -> str:
 
 
 # -- reading --------------------------------------------------------------------------------------------------
+@cache
 def shipped() -> KnownIssueList:
-    """The list this dmlconform ships."""
+    """The list this dmlconform ships (read once: verify, certify and a run each ask for it)."""
     from dmlconform import __version__
 
     raw = resources.files(__package__).joinpath(SHIPPED_NAME).read_bytes()
@@ -312,15 +322,9 @@ def load_known_issues(path: Path) -> KnownIssueList:
 
 def parse_known_issues(raw: bytes, name: str) -> KnownIssueList:
     try:
-        document = yaml.safe_load(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError:
-        raise KnownIssueError(name, "is not UTF-8 text") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        raise KnownIssueError(name, f"is not YAML ({getattr(exc, 'problem', None) or exc})", where) from None
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # PyYAML's constructors: a bad date...
-        raise KnownIssueError(name, f"is not YAML it can read ({exc})") from None
+        document = load_yaml_bytes(raw)
+    except YamlFileError as exc:
+        raise KnownIssueError(name, exc.message, exc.where) from None
     if not isinstance(document, dict):
         raise KnownIssueError(name, f"is not a mapping with format: {FORMAT}, date and issues: [...]")
     if document.get("format") != FORMAT:
@@ -329,7 +333,7 @@ def parse_known_issues(raw: bytes, name: str) -> KnownIssueList:
     if unknown:
         raise KnownIssueError(name, "is not a field of a known-issue list (format, date, measured, issues)",
                               field=unknown[0])
-    date = _date(document.get("date"))
+    date = iso_date(document.get("date"))
     if date is None:
         raise KnownIssueError(name, "missing or not a date (YYYY-MM-DD): when the list was last revised",
                               field="date")
@@ -365,15 +369,6 @@ def _measured(name: str, value: object) -> dict[str, tuple[str, ...]]:
                                   field=f"measured.{backend}")
         measured[backend] = tuple(sorted(set(releases), key=release_key))
     return measured
-
-
-def _date(value: object) -> str | None:
-    if isinstance(value, datetime.date):
-        return value.isoformat()
-    try:
-        return datetime.date.fromisoformat(value).isoformat() if isinstance(value, str) else None
-    except ValueError:
-        return None
 
 
 def _issue(name: str, entry: object, position: int) -> KnownIssue:

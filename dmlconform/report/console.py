@@ -13,7 +13,7 @@ from rich.text import Text
 from dmlconform.case_result import CaseResult, Status
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.run_result import RunResult, summary
-from dmlconform.verdicts import effective_status, fingerprint, introduced_levels, level_verdicts
+from dmlconform.verdicts import effective_status, fingerprint, introduced_levels, known_issue_cases, level_verdicts
 
 FAILURES_SHOWN = 25
 
@@ -185,14 +185,10 @@ def _ci_overlay(results: list[CaseResult], console: Console, limit: int) -> None
 def _known_issues(run: RunResult, console: Console, limit: int) -> None:
     """The cases that hit the DirectML release's known issues: one summary line, then each issue with its cases;
     known issues that did not reproduce after it."""
-    hits = [r for r in run.results if r.known_issue is not None and r.status in (Status.EXPECTED_FAIL, Status.WAIVED)]
-    passes = [r for r in run.results if r.known_issue is not None and r.status is Status.UNEXPECTED_PASS]
-    if hits:
+    by_issue, passes = known_issue_cases(run.results)
+    if by_issue:
+        hits = [r for cases in by_issue.values() for r in cases]
         releases = ", ".join(sorted({r.known_issue.release for r in hits if r.known_issue}))
-        by_issue: dict[str, list[CaseResult]] = {}
-        for result in hits:
-            assert result.known_issue is not None
-            by_issue.setdefault(result.known_issue.id, []).append(result)
         listed = ", ".join(f"{issue_id} ×{len(cases)}" for issue_id, cases in by_issue.items())
         console.print(f"[bold yellow]{len(hits)} case(s) hit DirectML {escape(releases)}'s known issues, not this "
                       f"device's[/]: {escape(listed)}")

@@ -15,7 +15,7 @@ from dmlconform.report.histogram import histogram_bars
 from dmlconform.results.diff import CaseDiff, Change, Drift, RunDiff
 from dmlconform.run_result import RunResult, summary
 from dmlconform.ulp_histogram import UlpBucket
-from dmlconform.verdicts import effective_status, fingerprint, introduced_levels, level_verdicts
+from dmlconform.verdicts import effective_status, fingerprint, introduced_levels, known_issue_cases, level_verdicts
 
 #: Failing cases drawn in full; the rest are listed by id.
 FAILURES_DRAWN = 200
@@ -323,12 +323,8 @@ def _known_issues(run: RunResult) -> list[str]:
     parts = []
     if run.known_issues is not None:
         parts.append(f'<p class="dim">known issues: {escape(run.known_issues.note)}</p>')
-    hits = [r for r in run.results if r.known_issue is not None and r.status in (Status.EXPECTED_FAIL, Status.WAIVED)]
-    by_issue: dict[str, list[CaseResult]] = {}
-    for result in hits:
-        assert result.known_issue is not None
-        by_issue.setdefault(result.known_issue.id, []).append(result)
-    if hits:
+    by_issue, passes = known_issue_cases(run.results)
+    if by_issue:
         items = []
         for issue_id, cases in by_issue.items():
             issue = cases[0].known_issue
@@ -339,9 +335,9 @@ def _known_issues(run: RunResult) -> list[str]:
             items.append(f'<li><span class="mono">{escape(issue_id)}</span> (DirectML {escape(issue.release)}): '
                          f'{escape(issue.title)} <span class="dim">{escape(issue.reference)}</span><ul>{listed}</ul>'
                          "</li>")
-        parts.append(f"<h3>{len(hits)} case(s) hit DirectML's known issues, not the device's</h3>"
+        hits = sum(len(cases) for cases in by_issue.values())
+        parts.append(f"<h3>{hits} case(s) hit DirectML's known issues, not the device's</h3>"
                      f"<ul>{''.join(items)}</ul>")
-    passes = [r for r in run.results if r.known_issue is not None and r.status is Status.UNEXPECTED_PASS]
     if passes:
         items = "".join(f'<li><span class="mono">{escape(r.id)}</span> <span class="dim">'
                         f"{escape(r.known_issue.id if r.known_issue else '')}</span></li>" for r in passes)
