@@ -6,6 +6,10 @@
 * an `always` issue fails every case it covers in every kept result taken on today's suites, so a suite regenerated
   under a known issue (a case moved, a seed changed) fails here, not in a vendor's certification;
 * the kept results taken on today's suites are on today's suites (the standard tier's and the full tier's files).
+
+Reading the kept results is most of the time here (270 MB of JSON, the full tier's most of it): as the tier scans do,
+the test command reads all but the full tier's (`--scan-tier smoke`) and CI's last step all of them (`--scan-tier
+standard`); the tests are marked tier_scan for that step.
 """
 
 from __future__ import annotations
@@ -61,10 +65,30 @@ def _case(entry: dict) -> CaseResult:
                       output_sha256=entry.get("output_sha256"))
 
 
+pytestmark = pytest.mark.tier_scan
+
+
+def of_the_full_tier(path: Path) -> bool:
+    """A kept result of the full tier, by its place: a `full` folder of a matrix, or `...-full.json.xz`."""
+    return "full" in path.relative_to(EXAMPLES).parts[:-1] or path.name.endswith("-full.json.xz")
+
+
+@pytest.fixture(scope="module")
+def with_full_tier(scanned_cases: object, request: pytest.FixtureRequest) -> bool:
+    return request.config.getoption("--scan-tier") == "standard"
+
+
+@pytest.fixture(scope="module")
+def kept(with_full_tier: bool) -> tuple[Kept, ...]:
+    return kept_results(with_full_tier)
+
+
 @cache
-def kept_results() -> tuple[Kept, ...]:
+def kept_results(with_full_tier: bool = False) -> tuple[Kept, ...]:
     found = []
     for path in sorted([*EXAMPLES.rglob("*.json"), *EXAMPLES.rglob("*.json.xz")]):
+        if of_the_full_tier(path) and not with_full_tier:
+            continue
         raw = lzma.decompress(path.read_bytes()) if path.name.endswith(".xz") else path.read_bytes()
         document = json.loads(raw)
         if not isinstance(document, dict) or document.get("format") != "dmlconform-result/v1":
@@ -137,13 +161,14 @@ def on_todays_suites(kept: Kept, case_id: str) -> bool:
     return suite in todays_suite_files() and kept.suite_files.get(suite) == todays_suite_files()[suite]
 
 
-def test_the_kept_results_are_found():
-    kept = kept_results()
-    assert sum(len(k.cases) for k in kept) > 10_000  # the failures and the cases an issue covers
+def test_the_kept_results_are_found(kept: tuple[Kept, ...], with_full_tier: bool):
+    assert sum(len(k.cases) for k in kept) > 5_000  # the failures and the cases an issue covers
     releases = {k.release for k in kept if k.backend == "directml"}
     assert releases == set(shipped().measured["directml"])
     assert {k.release for k in kept if k.backend == "onnxruntime-dml"} == set(shipped().measured["onnxruntime-dml"])
-    assert len({k.stack for k in kept}) >= 2 and len(kept) >= 60
+    assert len({k.stack for k in kept}) >= 3 and len(kept) >= (60 if with_full_tier else 35)
+    if with_full_tier:  # a full-tier result is where of_the_full_tier looks for it, and only there
+        assert all(of_the_full_tier(k.path) == any(name.endswith(".full") for name in k.suite_files) for k in kept)
 
 
 @cache
@@ -176,8 +201,8 @@ def unexplained_failures(listing: KnownIssueList, results: tuple[Kept, ...]) -> 
     return unexplained
 
 
-def test_every_failure_in_every_kept_result_is_a_known_issue_of_its_release_or_its_stacks():
-    unexplained = unexplained_failures(shipped(), kept_results())
+def test_every_failure_in_every_kept_result_is_a_known_issue_of_its_release_or_its_stacks(kept: tuple[Kept, ...]):
+    unexplained = unexplained_failures(shipped(), kept)
     assert not unexplained, (f"{len(unexplained)} failure(s) of real DirectML that no known issue of its release "
                              "explains (a failure on two stacks is DirectML's: add it to "
                              "dmlconform/known_issues/directml.yaml; on one stack, it is that stack's):\n"
@@ -210,8 +235,8 @@ def single_stack_issues(listing: KnownIssueList, kept: tuple[Kept, ...]) -> list
     return problems
 
 
-def test_every_known_issue_shows_on_two_stacks_of_each_release_and_its_evidence_names_them():
-    problems = single_stack_issues(shipped(), kept_results())
+def test_every_known_issue_shows_on_two_stacks_of_each_release_and_its_evidence_names_them(kept: tuple[Kept, ...]):
+    problems = single_stack_issues(shipped(), kept)
     assert not problems, "\n".join(problems)
 
 
@@ -232,20 +257,22 @@ def always_issues_not_failing(listing: KnownIssueList, results: tuple[Kept, ...]
     return problems, checked
 
 
-def test_an_always_issue_fails_every_case_it_covers_in_every_kept_result_on_todays_suites():
-    problems, checked = always_issues_not_failing(shipped(), kept_results())
+def test_an_always_issue_fails_every_case_it_covers_in_every_kept_result_on_todays_suites(kept: tuple[Kept, ...]):
+    problems, checked = always_issues_not_failing(shipped(), kept)
     assert not problems, ("known issues that cover cases they do not fail (a suite regenerated under them? take the "
                           "kept results again, or mend the issue's cases):\n" + "\n".join(problems[:40]))
     assert checked > 500
 
 
-def test_every_stack_baseline_entry_is_used_and_on_one_stack_only():
+def test_every_stack_baseline_entry_is_used_and_on_one_stack_only(kept: tuple[Kept, ...], with_full_tier: bool):
     """A stack baseline holds what one stack showed: every entry matches a failure there, and none of another stack
     (a failure on two stacks is DirectML's, and belongs in the known issues)."""
+    if not with_full_tier:
+        pytest.skip("the one stack baseline is of a full-tier result: CI's last step (--scan-tier standard)")
     problems = []
     for word, release, baseline in stack_baselines():
         for entry in baseline.baseline:
-            hits = {k.stack for k in kept_results() if k.release == release for r in k.cases
+            hits = {k.stack for k in kept if k.release == release for r in k.cases
                     if entry.status in failures(r) and baseline.expected_failure(r.id) is entry}
             if not hits or any(word not in stack for stack in hits):
                 problems.append(f"{entry.source} ({entry.text}): fails on {sorted(hits) or 'no stack'}")
@@ -253,13 +280,13 @@ def test_every_stack_baseline_entry_is_used_and_on_one_stack_only():
     assert stack_baselines(), "the stack baselines are found"
 
 
-def test_every_always_issue_covers_cases_of_todays_suites_on_two_stacks():
+def test_every_always_issue_covers_cases_of_todays_suites_on_two_stacks(kept: tuple[Kept, ...]):
     """An issue whose cases all moved away (a family renamed, reseeded) would apply to nothing: caught here."""
     listing = shipped()
     problems = []
     for issue in (i for i in listing.issues if i.occurs is Occurs.ALWAYS):
         for release in issue.releases:
-            stacks = {k.stack for k in kept_results() if k.release == release and k.backend in issue.backends
+            stacks = {k.stack for k in kept if k.release == release and k.backend in issue.backends
                       and any(issue.covers(r) and on_todays_suites(k, r.id) for r in k.cases)}
             if len(stacks) < 2:
                 problems.append(f"{issue.id}: DirectML {release}: covers cases of today's suites in the kept results "
@@ -267,7 +294,7 @@ def test_every_always_issue_covers_cases_of_todays_suites_on_two_stacks():
     assert not problems, "\n".join(problems)
 
 
-def test_the_full_tier_is_the_one_the_kept_results_ran():
+def test_the_full_tier_is_the_one_the_kept_results_ran(kept: tuple[Kept, ...], with_full_tier: bool):
     """full-tier.json records the full tier of the kept results; the generator that makes it must not have changed
     since (else run examples/dml_harness/results/full_tier_record.py, which regenerates and compares)."""
     from dmlconform.generation.cache import generator_fingerprint
@@ -277,16 +304,18 @@ def test_the_full_tier_is_the_one_the_kept_results_ran():
         "the full tier's generator changed since the kept real-DirectML results were taken: run "
         "python examples/dml_harness/results/full_tier_record.py (it regenerates the full tier and rewrites "
         "full-tier.json if no suite file of the kept results changed)")
-    full = [k for k in kept_results() if any(name.endswith(".full") for name in k.suite_files)
+    if not with_full_tier:
+        return  # the generator is unchanged; the results themselves are read in CI's last step
+    full = [k for k in kept if any(name.endswith(".full") for name in k.suite_files)
             and k.path.is_relative_to(CURRENT_MATRIX.parent.parent)]
     current = [k for k in full if all(k.suite_files.get(name) == digest for name, digest in record["files"].items())]
     assert len({k.stack for k in current}) >= 2, "no two stacks' full-tier results ran today's full tier"
 
 
 @pytest.mark.parametrize("stack_word", ["llvmpipe", "NVIDIA"])
-def test_the_current_matrix_holds_every_release_on_todays_standard_tier(stack_word: str):
+def test_the_current_matrix_holds_every_release_on_todays_standard_tier(stack_word: str, kept: tuple[Kept, ...]):
     """Every release measured was taken again on today's standard tier, on lavapipe and on an NVIDIA GPU."""
-    releases = {k.release for k in kept_results() if k.path.is_relative_to(CURRENT_MATRIX) and stack_word in k.stack
+    releases = {k.release for k in kept if k.path.is_relative_to(CURRENT_MATRIX) and stack_word in k.stack
                 and all(on_todays_suites(k, r.id) for r in k.cases if ".full/" not in r.id)}
     assert releases == set(shipped().measured["directml"])
 
@@ -301,31 +330,31 @@ def _stand_in(kept: Kept, changes: dict[str, Status]) -> Kept:
     return replace(kept, cases=cases)
 
 
-def _lavapipe_standard() -> Kept:
-    return next(k for k in kept_results() if k.name.endswith("directml-1.15.4-lavapipe-standard.json"))
+def _lavapipe_standard(kept: tuple[Kept, ...]) -> Kept:
+    return next(k for k in kept if k.name.endswith("directml-1.15.4-lavapipe-standard.json"))
 
 
-def test_a_failure_no_issue_explains_is_caught():
+def test_a_failure_no_issue_explains_is_caught(kept: tuple[Kept, ...]):
     from dataclasses import replace
 
-    kept = _lavapipe_standard()
+    lavapipe = _lavapipe_standard(kept)
     failing = CaseResult("slice_grad.standard/cells-float32-r2-0", "SLICE_GRAD", "FLOAT32", 2, HIGHEST, Status.FAIL)
-    assert unexplained_failures(shipped(), (replace(kept, cases=(*kept.cases, failing)),)) == [
-        f"{kept.name}: {failing.id}: FAIL: "]
+    assert unexplained_failures(shipped(), (replace(lavapipe, cases=(*lavapipe.cases, failing)),)) == [
+        f"{lavapipe.name}: {failing.id}: FAIL: "]
     crashed = "slice_grad.smoke/merged-axes-float32-r2-0"  # a known issue's case, come to another failure
-    assert unexplained_failures(shipped(), (_stand_in(kept, {crashed: Status.CRASH}),)) == [
-        f"{kept.name}: {crashed}: CRASH: "]
+    assert unexplained_failures(shipped(), (_stand_in(lavapipe, {crashed: Status.CRASH}),)) == [
+        f"{lavapipe.name}: {crashed}: CRASH: "]
 
 
-def test_an_always_issue_whose_case_passes_on_todays_suites_is_caught():
-    kept = _lavapipe_standard()
+def test_an_always_issue_whose_case_passes_on_todays_suites_is_caught(kept: tuple[Kept, ...]):
+    lavapipe = _lavapipe_standard(kept)
     case = "slice_grad.standard/merged-axes-float16-r2-2"
-    problems, _ = always_issues_not_failing(shipped(), (_stand_in(kept, {case: Status.PASS}),))
-    assert problems == [f"{kept.name}: {case} is PASS, but DML-SLICE-GRAD-MERGED-AXES covers it"]
+    problems, _ = always_issues_not_failing(shipped(), (_stand_in(lavapipe, {case: Status.PASS}),))
+    assert problems == [f"{lavapipe.name}: {case} is PASS, but DML-SLICE-GRAD-MERGED-AXES covers it"]
 
 
-def test_an_issue_shown_on_one_stack_only_is_caught():
-    one_stack = tuple(k for k in kept_results() if "llvmpipe" in k.stack)
+def test_an_issue_shown_on_one_stack_only_is_caught(kept: tuple[Kept, ...]):
+    one_stack = tuple(k for k in kept if "llvmpipe" in k.stack)
     problems = single_stack_issues(shipped(), one_stack)
     assert any(p.startswith("DML-SLICE-GRAD-MERGED-AXES: DirectML 1.15.4 through directml: shown on 1 stack(s)")
                for p in problems)
