@@ -140,6 +140,12 @@ class CaseResult:
     #: repeats, the first run's. None where the backend returned no outputs (a refusal, a crash), or in results
     #: written before it. Equal digests are bit-identical outputs, so runs can be compared without the tensors.
     output_sha256: str | None = None
+    #: How the case reached DirectML (contract §9): operator, graph or in-place; its id ends in `@graph` or
+    #: `@in-place` on those paths.
+    path: str = "operator"
+    #: Bytes outside a tensor's elements that the dispatch changed (dmlconform.surface.buffers.StrayWrite as text):
+    #: the first in each buffer where it happened. Any makes the case FAIL.
+    stray_writes: tuple[str, ...] = ()
     #: What the backend returned, carried from the worker to the parent only while artifacts are being kept;
     #: never written to a result.
     actual_outputs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dmlconform"
 #: Lowest first, as docs/architecture.md lists them. A unit is a package (`ops`) or a top-level module (`case`); a module may
 #: import its own unit, units of its own layer and units of lower layers.
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
-    "__init__ dtypes feature_levels values atomic_file npy_file output_digest cache_folder processes yaml_file",
+    "__init__ dtypes feature_levels values atomic_file npy_file output_digest cache_folder processes yaml_file surface",
     "compare",
     "ops",
     "case case_result run_result backend_info harness_protocol ulp_histogram verdicts",

@@ -27,10 +27,18 @@ class Outcome:
     kind: OutcomeKind
     outputs: Tensors = field(default_factory=dict)
     message: str = ""
+    #: Every buffer the case bound, as it was after the dispatch (`Case.uses_buffers`: layouts, graphs, in place),
+    #: by name (dmlconform.surface.buffers.Binding); the judge reads the outputs from them and checks every byte
+    #: outside the elements. None: the backend returned the logical outputs (`outputs`) only.
+    images: dict[str, bytes] | None = None
 
     @classmethod
     def ran(cls, outputs: Tensors) -> Outcome:
         return cls(OutcomeKind.OUTPUTS, outputs)
+
+    @classmethod
+    def ran_buffers(cls, images: dict[str, bytes]) -> Outcome:
+        return cls(OutcomeKind.OUTPUTS, images=images)
 
     @classmethod
     def refused(cls, message: str) -> Outcome:

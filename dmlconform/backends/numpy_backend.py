@@ -10,6 +10,7 @@ from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome
 from dmlconform.case import Case
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.ops.base import DescriptionError
+from dmlconform.surface.buffers import images_after, images_before
 
 
 class NumpyBackend:
@@ -31,7 +32,14 @@ class NumpyBackend:
         except DescriptionError as exc:
             return Outcome.refused(str(exc))
         variant = self.variant if self.variant in case.op.variants else None
-        return Outcome.ran(case.reference(variant).outputs)
+        outputs = case.reference(variant).outputs
+        if case.uses_buffers:
+            # The reference computes logical tensors; on a layout or path it writes them where the case's buffers
+            # hold them, and nowhere else.
+            binding = case.binding
+            before = images_before(case.description, binding, case.inputs)
+            return Outcome.ran_buffers(images_after(case.description, binding, before, outputs))
+        return Outcome.ran(outputs)
 
     def close(self) -> None:
         pass

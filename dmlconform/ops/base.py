@@ -18,6 +18,8 @@ from dmlconform.compare.accumulation import Accumulation
 from dmlconform.compare.tolerance import Tolerance
 from dmlconform.dtypes import DataType
 from dmlconform.feature_levels import FeatureLevel, SupportTable
+from dmlconform.surface.layout import DEFAULT as DEFAULT_LAYOUT
+from dmlconform.surface.layout import LayoutRuleError, TensorLayout, check_layout
 from dmlconform.values import parse_element
 
 
@@ -109,10 +111,19 @@ class Description:
     op: Operator
     params: Mapping[str, Any]
     tensors: Mapping[str, TensorDesc]
+    #: Tensors whose memory layout is not DirectML's default (contract §9): packed tensors are absent.
+    layouts: Mapping[str, TensorLayout] = field(default_factory=dict)
 
     @property
     def output(self) -> TensorDesc:
         return self.tensors[self.op.outputs[0]]
+
+    def layout(self, name: str) -> TensorLayout:
+        return self.layouts.get(name, DEFAULT_LAYOUT)
+
+    @property
+    def has_layouts(self) -> bool:
+        return any(not layout.is_default for layout in self.layouts.values())
 
 
 class Operator:
@@ -131,6 +142,8 @@ class Operator:
     #: Tensors that must have the same Sizes (every tensor of every in-scope operator shares DataType and
     #: DimensionCount; that is checked for all of them).
     same_sizes: tuple[str, ...] = ()
+    #: In-place execution (contract §9): the output its page lets alias an input, and that input; None: not allowed.
+    in_place: tuple[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"<operator {self.name}>"
@@ -187,6 +200,16 @@ class Operator:
             same_sizes(desc, self.same_sizes)
         self.check_dimension_count(desc)
         self.check_rules(desc)
+        self.check_layouts(desc)
+
+    def check_layouts(self, desc: Description) -> None:
+        """DirectML's rules for each tensor's memory layout (dmlconform.surface.layout); after the operator's own, so
+        that a layout case names a layout rule only when the rest of its description is valid."""
+        for name, layout in desc.layouts.items():
+            try:
+                check_layout(name, desc.tensors[name], layout, output=name in self.outputs)
+            except LayoutRuleError as exc:
+                raise DescriptionError(exc.field, exc.message) from None
 
     def check_rules(self, desc: Description) -> None:
         """Operator-specific rules; override."""

@@ -24,6 +24,9 @@ class ClipGrad1(ElementwiseSelectGrad):
     # an implementation written as `Min < X < Max ? dY : 0` yields 0 (`nan-zero`), as DirectML 1.15.4 does on
     # both stacks measured, hence the default.
     variants = ("nan-zero", "nan-passes")
+    # The page: "OutputTensor is permitted to alias *InputTensor* during binding". There is no OutputTensor; the one
+    # output is OutputGradientTensor, and InputTensor is the one input the sentence names (docs/api-surface.md).
+    in_place = ("OutputGradientTensor", "InputTensor")
 
     def check_rules(self, desc: Description) -> None:
         check_min_max_dtype(desc)

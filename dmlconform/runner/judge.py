@@ -13,13 +13,16 @@ from dmlconform.compare.comparator import Judgement, judge
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.ops.base import Accumulation, Reference
 from dmlconform.output_digest import output_sha256
+from dmlconform.surface.buffers import images_before, read_back
+from dmlconform.surface.paths import EDGES_SUFFIX, ExecutionPath
 from dmlconform.ulp_histogram import merge_histograms, ulp_histogram
 
 
 def judge_outcome(case: Case, outcome: Outcome, target: FeatureLevel) -> CaseResult:
     """One result for what the backend did with the case, judged at the target level."""
     result = CaseResult(case.full_id, case.op.name, case.dtype.name, case.rank, case.required_level,
-                        Status.ERROR, tags=case.tags, behaviour=case.behaviour, file=str(case.file))
+                        Status.ERROR, tags=case.tags, behaviour=case.behaviour, file=str(case.file),
+                        path=case.path.value)
     try:
         evaluate(case, outcome, result)
     except Exception as exc:  # judging must not lose the case either
@@ -58,11 +61,27 @@ def evaluate(case: Case, outcome: Outcome, result: CaseResult) -> None:
     if kind is not OutcomeKind.OUTPUTS:
         _copy_failure(outcome, result)
         return
+    if outcome.images is not None:
+        read = read_back(case.description, case.binding, images_before(case.description, case.binding, case.inputs),
+                         outcome.images)
+        if read.problem:
+            result.status, result.message = Status.ERROR, read.problem
+            return
+        outcome.outputs = read.outputs
+        result.stray_writes = tuple(str(stray) for stray in read.stray)
+    elif case.path is not ExecutionPath.OPERATOR:
+        result.status = Status.ERROR
+        result.message = f"the backend returned no buffers for a case on the {case.path.value} path"
+        return
     problem = _shape_problem(case, outcome.outputs)
     if problem:
         result.status, result.message = Status.ERROR, problem
         return
     _judge_answers(case, outcome.outputs, result)
+    if result.stray_writes:
+        values = "its values match" if result.status is Status.PASS else f"and its values: {result.message}"
+        result.status = Status.FAIL
+        result.message = f"wrote outside its tensors: {result.stray_writes[0]}; {values}"
 
 
 def _digest(case: Case, outputs: Tensors) -> str | None:
@@ -88,9 +107,16 @@ def _reference_refusal(case: Case) -> str:
     return "no rule found broken"
 
 
+def judged_outputs(case: Case) -> tuple[str, ...]:
+    """The outputs a case's result is judged on: the operator's, and on the graph path their second copies."""
+    if case.path is ExecutionPath.GRAPH:
+        return (*case.op.outputs, *(name + EDGES_SUFFIX for name in case.op.outputs))
+    return case.op.outputs
+
+
 def _shape_problem(case: Case, outputs: Tensors) -> str:
-    for name in case.op.outputs:
-        desc = case.description.tensors[name]
+    for name in judged_outputs(case):
+        desc = case.description.tensors[name.removesuffix(EDGES_SUFFIX)]
         if name not in outputs:
             return f"{name}: the backend returned no such output"
         array = outputs[name]
@@ -155,7 +181,8 @@ def _judge_answers(case: Case, outputs: Tensors, result: CaseResult) -> None:
     if not passing:
         # Only for failures: a histogram reads every element again, which passing cases need not pay for.
         answer = case.answers()[chosen]
-        result.ulp_histogram = merge_histograms(ulp_histogram(answer[name], outputs[name]) for name in case.op.outputs)
+        result.ulp_histogram = merge_histograms(ulp_histogram(answer[name.removesuffix(EDGES_SUFFIX)], outputs[name])
+                                                for name in judged_outputs(case))
     is_candidate_case = case.expected is None
     if passing:
         result.status = Status.PASS
@@ -176,8 +203,9 @@ def _judge_outputs(case: Case, expected: Tensors, actual: Tensors, reference: Re
     tolerance = case.tolerance or case.op.default_tolerance(case.description, reference)
     worst: Judgement | None = None
     closeness = 0.0
-    for name in case.op.outputs:
-        verdict = judge(expected[name], actual[name], case.description.tensors[name].dtype, tolerance,
+    for judged in judged_outputs(case):
+        name = judged.removesuffix(EDGES_SUFFIX)
+        verdict = judge(expected[name], actual[judged], case.description.tensors[name].dtype, tolerance,
                         accumulation_of=lambda name=name: reference.accumulation.get(name))
         closeness = max(closeness, verdict.closeness)
         if worst is None or (worst.passed and not verdict.passed):
@@ -191,4 +219,4 @@ def unrun_result(case: Case, status: Status, message: str, target: FeatureLevel)
     """The result of a case that was not run (SKIPPED by a skip list, NOT_RUN after an interrupt)."""
     return CaseResult(case.full_id, case.op.name, case.dtype.name, case.rank, case.required_level, status,
                       required=case.required_level <= target, message=message, tags=case.tags,
-                      behaviour=case.behaviour, file=str(case.file))
+                      behaviour=case.behaviour, file=str(case.file), path=case.path.value)

@@ -20,6 +20,9 @@ from dmlconform.suite.limits import LimitExceeded, SuiteLimits, Tally
 from dmlconform.suite.tensors import Archives, TensorError, read_desc, read_tensor
 from dmlconform.suite.tiers import Tier
 from dmlconform.suite.yaml_events import load_yaml
+from dmlconform.surface.buffers import buffer_size
+from dmlconform.surface.layout import KEYS as LAYOUT_KEYS
+from dmlconform.surface.layout import LayoutError, TensorLayout, read_layout
 
 FORMAT = "dmlconform/v1"
 SUITE_SUFFIXES = (".yaml", ".yml")
@@ -210,6 +213,11 @@ class _CaseReader:
 
         descs = {name: self.desc(f"inputs.{name}", spec) for name, spec in input_specs.items()}
         descs |= {name: self.desc(f"outputs.{name}", spec) for name, spec in output_specs.items()}
+        output_field = "outputs" if "outputs" in raw or invalid else f"candidates.{next(iter(answer_specs))}"
+        layouts = {name: self.layout(f"inputs.{name}", spec, descs[name]) for name, spec in input_specs.items()}
+        layouts |= {name: self.layout(f"{output_field}.{name}", spec, descs[name])
+                    for name, spec in output_specs.items()}
+        layouts = {name: layout for name, layout in layouts.items() if not layout.is_default}
         dtype = descs[op.outputs[0]].dtype
         raw_params = raw.get("params", {}) or {}
         if not isinstance(raw_params, Mapping):
@@ -218,10 +226,13 @@ class _CaseReader:
             params = op.parse_params(raw_params, dtype)
         except ParamError as exc:
             raise self.error(f"params.{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
-        description = Description(op, params, descs)
+        description = Description(op, params, descs, layouts)
         self.check_description(description, invalid)
         declared = sum(_nbytes(descs[name]) for name in input_specs) + len(answer_specs) * sum(
             _nbytes(descs[name]) for name in op.outputs)
+        # A case with layouts runs with whole buffers (dmlconform.surface.buffers): what its strides and sizes declare.
+        if description.has_layouts:
+            declared += sum(buffer_size(descs[name], description.layout(name)) for name in descs)
         try:
             self.tally.add_case(declared)
         except LimitExceeded as exc:
@@ -229,6 +240,8 @@ class _CaseReader:
 
         inputs = {name: self.tensor(f"inputs.{name}", spec, descs[name], True)
                   for name, spec in input_specs.items()}
+        for name, array in inputs.items():
+            self.check_broadcast(f"inputs.{name}", array, description.layout(name))  # type: ignore[arg-type]
         answers: dict[str, Tensors] = {}
         for cname, specs in answer_specs.items():
             where = f"candidates.{cname}" if cname else "outputs"
@@ -237,6 +250,9 @@ class _CaseReader:
                 desc = self.desc(f"{where}.{name}", spec)
                 if desc != descs[name]:
                     raise self.error(f"{where}.{name}", f"{desc} disagrees with the first answer's {descs[name]}")
+                if self.layout(f"{where}.{name}", spec, desc) != description.layout(name) and any(
+                        key in spec for key in LAYOUT_KEYS):
+                    raise self.error(f"{where}.{name}", "its layout disagrees with the first answer's (give it once)")
                 answers[cname][name] = self.tensor(f"{where}.{name}", spec, desc, True)  # type: ignore[assignment]
 
         tolerance = self.tolerance(raw.get("tolerance"), dtype)
@@ -287,6 +303,24 @@ class _CaseReader:
             return read_desc(spec)
         except TensorError as exc:
             raise self.error(f"{field}.{exc.field}".rstrip("."), str(exc)) from None
+
+    def layout(self, field: str, spec: object, desc: TensorDesc) -> TensorLayout:
+        try:
+            return read_layout(spec, desc)
+        except LayoutError as exc:
+            raise self.error(f"{field}.{exc.field}", str(exc)) from None
+
+    def check_broadcast(self, field: str, array: np.ndarray, layout: TensorLayout) -> None:
+        """An input broadcast by a stride of 0 holds one value along that dimension: its elements share memory."""
+        if layout.strides is None:
+            return
+        bits = array.view(f"u{array.dtype.itemsize}")
+        for axis, stride in enumerate(layout.strides):
+            if stride == 0 and array.shape[axis] > 1:
+                first = np.take(bits, [0], axis=axis)
+                if not np.array_equal(bits, np.broadcast_to(first, bits.shape)):
+                    raise self.error(f"{field}.strides", f"stride 0 on dimension {axis} makes its elements share "
+                                     "memory, but the data differs along it")
 
     def tensor(self, field: str, spec: Mapping[str, Any], desc: TensorDesc, required: bool) -> np.ndarray | None:
         try:

@@ -149,7 +149,7 @@ def _bounded_read(path: Path, most: int) -> bytes | None:
 #: What parsing can run: by the layer rule (docs/architecture.md, tests/test_layers.py) `suite/` imports only its own
 #: layer and those below, which are these packages and the top-level modules (tests/suite/test_parsed_cache.py checks
 #: that every module the loader imports is among them). Other code changing (a backend, a command) keeps the cache.
-PARSING_PACKAGES = ("suite", "ops", "compare", "directml", "interactions")
+PARSING_PACKAGES = ("suite", "ops", "compare", "directml", "interactions", "surface")
 
 
 def parsing_sources() -> list[Path]:

@@ -18,6 +18,7 @@ from dmlconform.npy_file import NpyError, NpyHeader, read_array
 from dmlconform.ops.base import TensorDesc
 from dmlconform.suite import one_line
 from dmlconform.suite.generate import generate
+from dmlconform.surface.layout import KEYS as LAYOUT_KEYS
 from dmlconform.values import elements_to_array
 
 SOURCES = ("data", "file", "generate")
@@ -159,9 +160,10 @@ class _InflatingReader:
 def read_desc(spec: object) -> TensorDesc:
     if not isinstance(spec, Mapping):
         raise TensorError("", f"expected a mapping with dtype and shape, got {spec!r}")
-    unknown = sorted(set(map(str, spec)) - {"dtype", "shape", *SOURCES})
+    unknown = sorted(set(map(str, spec)) - {"dtype", "shape", *SOURCES, *LAYOUT_KEYS})
     if unknown:
-        raise TensorError(unknown[0], "unknown key (a tensor has dtype, shape and one of data, file, generate)")
+        raise TensorError(unknown[0], "unknown key (a tensor has dtype, shape, one of data, file, generate, and "
+                          "optionally strides, total_bytes and offset)")
     if "dtype" not in spec:
         raise TensorError("dtype", "missing")
     try:
