@@ -91,6 +91,13 @@ class RunResult:
     known_issues: KnownIssueRecord | None = None
 
     @property
+    def paths(self) -> tuple[str, ...]:
+        """The execution paths the run asked for (`--path`; contract §9): the operator path alone unless the settings
+        name others."""
+        asked = self.settings.get("paths")
+        return tuple(asked) if isinstance(asked, list) and asked else ("operator",)
+
+    @property
     def passed(self) -> bool:
         return not self.interrupted and not self.missing_shards and all(r.acceptable for r in self.results)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from dmlconform.case_result import CaseResult, Status
 from dmlconform.feature_levels import FeatureLevel
+from dmlconform.surface.paths import PATH_NAMES
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,28 @@ def level_verdicts(results: list[CaseResult], target: FeatureLevel) -> list[Leve
         required, matched, known, waived, issues = sums
         verdicts.append(LevelVerdict(level, required, matched, level <= target, known, waived, issues))
     return verdicts
+
+
+def by_path(results: list[CaseResult], asked: tuple[str, ...] = ()) -> dict[str, list[CaseResult]]:
+    """The results of each execution path (contract §9), in the order operator, graph, in-place: every path asked
+    (`asked`, even one no case applied to) and every path a result names."""
+    named = set(asked) | {r.path for r in results}
+    groups: dict[str, list[CaseResult]] = {name: [] for name in PATH_NAMES if name in named}
+    for result in results:
+        groups.setdefault(result.path, []).append(result)
+    return groups
+
+
+def path_verdicts(results: list[CaseResult], target: FeatureLevel,
+                  asked: tuple[str, ...] = ()) -> dict[str, list[LevelVerdict]]:
+    """The feature-level verdicts of each path's cases on their own: a device may be conformant on the operator path
+    and not on the graph path."""
+    return {name: level_verdicts(group, target) for name, group in by_path(results, asked).items()}
+
+
+def target_verdict(verdicts: list[LevelVerdict], target: FeatureLevel) -> LevelVerdict | None:
+    """The verdict at the run's target level."""
+    return next((v for v in verdicts if v.level == target), None)
 
 
 def hit_known_issue(result: CaseResult) -> bool:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from dmlconform.run_result import RunResult, Shard
     from dmlconform.suite.limits import SuiteLimits
     from dmlconform.suite.loader import SuiteParser
+    from dmlconform.surface.paths import ExecutionPath
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -94,6 +95,30 @@ def write_json_output(json_path: Path, document: object) -> None:
         write_atomically(json_path, text)
     except OSError as exc:
         fail(f"cannot write {json_path}: {exc.strerror or exc}")
+
+
+PATH_HELP = ("How each case reaches DirectML: operator (a compiled operator), graph (a compiled graph), in-place "
+             "(an output bound over the input it may alias; only where the operator's page allows it), a comma "
+             "list, or all. Each case runs on each path that applies to it; ids on graph and in-place end in "
+             "@graph and @in-place.")
+
+
+def path_option(command: Callable[..., object]) -> Callable[..., object]:
+    """`--path operator|graph|in-place|all` (or a comma list), given to the command as `path_text`; read with
+    `parse_path_option`."""
+    return click.option("--path", "path_text", default="operator", show_default=True,
+                        metavar="operator|graph|in-place|all", help=PATH_HELP)(command)
+
+
+def parse_path_option(text: str) -> tuple[ExecutionPath, ...]:
+    """`--path` as the paths asked, in the order they run (operator, graph, in-place); a bad one is one line, exit 2."""
+    from dmlconform.surface.paths import ExecutionPath, parse_paths
+
+    try:
+        asked = parse_paths(text)
+    except ValueError as exc:
+        fail(f"--path {text}: {exc}")
+    return tuple(path for path in ExecutionPath if path in asked)
 
 
 SUITE_LIMIT_HELP = ("Raise (or lower) a limit on the suites loaded: files=N (suite files; default 10000), cases=N "
@@ -187,11 +212,13 @@ def check_session_config(entries: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None = None,
-               parse: SuiteParser | None = None, limits: SuiteLimits | None = None) -> list[Case]:
-    """The selected cases of the given suites, or of the bundled ones at the tier (default: standard)."""
+               parse: SuiteParser | None = None, limits: SuiteLimits | None = None,
+               execution_paths: tuple[ExecutionPath, ...] | None = None) -> list[Case]:
+    """The selected cases of the given suites, or of the bundled ones at the tier (default: standard), on each of the
+    execution paths asked where it applies (default: the operator path alone; `suite.select.on_paths`)."""
     from dmlconform.suite import SuiteError, parsed_cache
     from dmlconform.suite.loader import load_paths, load_suites
-    from dmlconform.suite.select import SelectError, select
+    from dmlconform.suite.select import SelectError, on_paths, select
     from dmlconform.suite.tiers import DEFAULT, Tier
 
     tier = Tier.parse(tier_name) if tier_name else None
@@ -206,9 +233,10 @@ def load_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str |
         parse = parsed_cache.with_cache(parse)
     try:
         cases = load_paths(roots, tier, parse, limits)
-        return select(cases, expression)
+        selected = select(cases, expression)
     except (SuiteError, SelectError) as exc:
         fail(str(exc))
+    return on_paths(selected, execution_paths) if execution_paths else selected
 
 
 def _full_tier() -> Path:

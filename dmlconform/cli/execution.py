@@ -24,6 +24,7 @@ from dmlconform.results.expectations import Expectations
 from dmlconform.run_result import RunResult, Shard
 from dmlconform.runner import KeepOutputs, default_retries
 from dmlconform.suite.tiers import DEFAULT
+from dmlconform.surface.paths import ExecutionPath
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -127,6 +128,8 @@ class RunRequest:
     #: The known issues of the DirectML release the backend loads, applied as expectations once the backend has said
     #: which release that is (None: not applied, as for `matrix`; `certify` applies them as waivers itself).
     known_issues: KnownIssueChoice | None = None
+    #: The execution paths each case runs on where it applies (contract §9; `--path`), in the order they run.
+    execution_paths: tuple[ExecutionPath, ...] = (ExecutionPath.OPERATOR,)
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -134,7 +137,14 @@ class RunRequest:
         retries = default_retries(self.backend_name) if self.retries is None else self.retries
         return {"expression": self.expression, "tier": self.tier_name or (None if self.paths else DEFAULT.value),
                 "repeat": self.repeat, "retries": retries,
+                **path_settings(self.execution_paths),
                 **backend_settings(self.backend_name, options)}
+
+
+def path_settings(paths: tuple[ExecutionPath, ...]) -> dict[str, Any]:
+    """The paths asked, as a setting (merge and resume compare them); none on the operator path alone, so that a
+    run's settings are what they were before paths existed."""
+    return {} if tuple(paths) == (ExecutionPath.OPERATOR,) else {"paths": [path.value for path in paths]}
 
 
 #: Worker pools closing after their run (see `_execute`).
@@ -184,7 +194,7 @@ def _execute(request: RunRequest, stop: StopRequest, console: Console) -> RunRes
     closing: threading.Thread | None = None
     try:
         cases = load_cases(request.paths, request.expression, request.tier_name, parallel_parser(default_helpers()),
-                           request.suite_limits)
+                           request.suite_limits, request.execution_paths)
         suite = SuiteInfo(selection_fingerprint(cases), len(cases), suite_file_hashes(cases))
         positions = shard_positions(cases, shard.index, shard.count) if shard else list(range(len(cases)))
         settings = request.settings

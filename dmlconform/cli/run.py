@@ -21,7 +21,9 @@ from dmlconform.cli.common import (
     known_issue_options,
     make_console,
     parse_level,
+    parse_path_option,
     parse_shard_option,
+    path_option,
     suite_limit_option,
     write_reports,
 )
@@ -92,6 +94,7 @@ if TYPE_CHECKING:
               "(a SQLite file or postgresql://...; default $DMLCONFORM_DB, else one in the user's data folder).")
 @click.option("--meta", "history_meta", multiple=True, metavar="KEY=VALUE", help="With --record: metadata of the run "
               "(build, branch, commit, CI job URL). Repeatable.")
+@path_option
 @directml_options
 @known_issue_options
 @suite_limit_option
@@ -101,7 +104,7 @@ def run(paths: tuple[Path, ...], backend_name: str, level_text: str | None, expr
         skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
         device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
         html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
-        record: bool, history_db: str | None, history_meta: tuple[str, ...],
+        record: bool, history_db: str | None, history_meta: tuple[str, ...], path_text: str,
         directml: str | None, directml_version: str | None, adapter: str | None, warp: bool,
         session_config: tuple[str, ...], program_options: tuple[str, ...], known_issues: str,
         known_issues_file: Path | None, known_issues_release: str | None, suite_limits: SuiteLimits) -> None:
@@ -138,7 +141,7 @@ def _run(stop: StopRequest, early: EarlyStart | None, paths: tuple[Path, ...], b
          skip_paths: tuple[Path, ...], flake_paths: tuple[Path, ...], retries: int | None, repeat: int, ep: str,
          device: str, harness: str | None, timeout_s: float, variant: str | None, failures_shown: int,
          html_path: Path | None, artifacts_dir: Path | None, artifacts_all: bool, tier_name: str | None,
-         record: bool, history_db: str | None, history_meta: tuple[str, ...],
+         record: bool, history_db: str | None, history_meta: tuple[str, ...], path_text: str,
          directml: str | None, directml_version: str | None, adapter: str | None, warp: bool,
          session_config: tuple[str, ...], program_options: tuple[str, ...], known_issues: str,
          known_issues_file: Path | None, known_issues_release: str | None, suite_limits: SuiteLimits) -> int:
@@ -152,6 +155,7 @@ def _run(stop: StopRequest, early: EarlyStart | None, paths: tuple[Path, ...], b
 
     level = parse_level(level_text)
     shard = parse_shard_option(shard_text)
+    execution_paths = parse_path_option(path_text)
     if resume and journal_path is None and json_path is None:
         fail("--resume needs the journal: give --journal FILE, or --json FILE to use the journal beside it")
     try:
@@ -169,7 +173,7 @@ def _run(stop: StopRequest, early: EarlyStart | None, paths: tuple[Path, ...], b
     request = RunRequest(paths, backend_name, options,
                          level, expression, tier_name, jobs, shard, journal_path or default_journal(json_path), resume,
                          expectations, retries, repeat, keep, artifacts_dir, json_path,
-                         suite_limits=suite_limits, early=early, known_issues=choice)
+                         suite_limits=suite_limits, early=early, known_issues=choice, execution_paths=execution_paths)
     console = make_console()
     run = execute(request, stop, console)
     render(run, console, failures_shown)

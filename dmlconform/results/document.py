@@ -4,9 +4,10 @@ Fields beyond the contract's are additions (v1 readers ignore them): per case `i
 `baseline`, `expectation`, `moved`, `closeness`, `ulp_histogram`, `artifacts`, `waiver`, `output_sha256` (what
 the backend returned, as dmlconform.output_digest defines it), `known_issue` (the DirectML release's known issue the
 case fell under); at the top level `suite`, `shard`, `settings`, `expectations`, `interrupted`, `resumed`, `shards`,
-`missing_shards`, `determinism`, `known_issues` (which list the run applied, or why none); per level `waived` and
-`known_issues`. Files written before an addition read back with its default (`closeness` None, no histogram, no
-artifacts, no waiver, no digest, no known issue).
+`missing_shards`, `determinism`, `known_issues` (which list the run applied, or why none), `paths` (the execution
+paths asked) and `path_summary` (per path its counts and feature-level verdicts); per case `path` and `stray_writes`;
+per level `waived` and `known_issues`. Files written before an addition read back with its default (`closeness` None,
+no histogram, no artifacts, no waiver, no digest, no known issue, the path the id names, no stray writes).
 
 WAIVED (certification) is not one of the contract's v1 statuses: a waived case is written with the status it
 came to (FAIL, CRASH, ...) and its `waiver` beside it, and read back as WAIVED. A v1 reader sees the failure,
@@ -31,8 +32,9 @@ from dmlconform.output_digest import DIGEST_PATTERN
 from dmlconform.results import ResultsError
 from dmlconform.run_result import ExpectationFile, KnownIssueRecord, RunResult, Shard, SuiteInfo, summary
 from dmlconform.suite.shard import MAX_SHARDS
+from dmlconform.surface.paths import PATH_NAMES, split_case_id
 from dmlconform.ulp_histogram import UlpBucket
-from dmlconform.verdicts import fingerprint, level_verdicts
+from dmlconform.verdicts import LevelVerdict, by_path, fingerprint, level_verdicts
 
 FORMAT = "dmlconform-result/v1"
 _BACKEND_KEYS = ("name", "version", "device", "feature_level", "feature_level_source")
@@ -91,6 +93,8 @@ def case_json(result: CaseResult) -> dict[str, Any]:
                                                       "date": result.waiver.date},
         "output_sha256": result.output_sha256,
         "known_issue": None if result.known_issue is None else known_issue_json(result.known_issue),
+        "path": result.path,
+        "stray_writes": list(result.stray_writes),
     }
 
 
@@ -131,6 +135,24 @@ def backend_json(info: BackendInfo) -> dict[str, Any]:
             **info.extra}
 
 
+def levels_json(verdicts: list[LevelVerdict]) -> dict[str, dict[str, Any]]:
+    return {v.level.label: {"required": v.required, "matched": v.matched, "conformant": v.conformant,
+                            "claimed": v.claimed, "known_failures": v.known_failures, "waived": v.waived,
+                            "known_issues": v.known_issues}
+            for v in verdicts}
+
+
+def _written_summary(results: list[CaseResult]) -> dict[str, int]:
+    return summary(replace(r, status=written_status(r)[0]) for r in results)
+
+
+def paths_json(run: RunResult) -> dict[str, Any]:
+    """Per execution path (contract §9): its cases' counts by status and its own feature-level verdicts."""
+    return {name: {"cases": len(group), "summary": _written_summary(group),
+                   "feature_levels": levels_json(level_verdicts(group, run.target_level))}
+            for name, group in by_path(run.results, run.paths).items()}
+
+
 def to_document(run: RunResult) -> dict[str, Any]:
     return {
         "format": FORMAT,
@@ -139,13 +161,10 @@ def to_document(run: RunResult) -> dict[str, Any]:
         "target_feature_level": run.target_level.label,
         "started": run.started.isoformat(),
         "duration_s": round(run.duration_s, 6),
-        "summary": summary(replace(r, status=written_status(r)[0]) for r in run.results),
-        "feature_levels": {
-            v.level.label: {"required": v.required, "matched": v.matched, "conformant": v.conformant,
-                            "claimed": v.claimed, "known_failures": v.known_failures, "waived": v.waived,
-                            "known_issues": v.known_issues}
-            for v in level_verdicts(run.results, run.target_level)
-        },
+        "summary": _written_summary(run.results),
+        "feature_levels": levels_json(level_verdicts(run.results, run.target_level)),
+        "paths": list(run.paths),
+        "path_summary": paths_json(run),
         "behaviour_fingerprint": fingerprint(run.results),
         "suite": _suite_json(run.suite),
         "shard": _shard_json(run.shard),
@@ -308,6 +327,13 @@ def from_document(data: object, path: object) -> RunResult:
             raise shard.fail("index", f"shard {run.shard.index}/{run.shard.count} is not I/N with 1 <= I <= N <= "
                                       f"{MAX_SHARDS}")
     run.settings = top.get("settings", dict, True, {})
+    paths = top.items("paths", str, True)
+    if paths is not None:
+        unknown = [name for name in paths if name not in PATH_NAMES]
+        if unknown or not paths:
+            raise top.fail("paths", f"is {list(paths)}, expected paths of {', '.join(PATH_NAMES)}")
+        if paths != ("operator",):
+            run.settings.setdefault("paths", list(paths))
     for position, entry in enumerate(top.get("expectations", list, True, [])):
         item = _Reader(path, entry, None, f"expectations[{position}].")
         run.expectations.append(ExpectationFile(item.get("kind", str), item.get("path", str), item.get("sha256", str)))
@@ -398,7 +424,18 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
         baseline=case.status("baseline", optional=True), expectation=case.get("expectation", str, True),
         moved=moved, moved_count=case.count("moved_count", True, 0),
         closeness=_closeness(case), ulp_histogram=histogram, artifacts=dict(artifacts), waiver=waiver,
-        output_sha256=_output_sha256(case), known_issue=known_issue)
+        output_sha256=_output_sha256(case), known_issue=known_issue, path=_path(case),
+        stray_writes=case.items("stray_writes", str, True) or ())
+
+
+def _path(case: _Reader) -> str:
+    """The case's execution path: as written, else (a document written before paths) the one its id names."""
+    value = case.get("path", str, True)
+    if value is None:
+        return split_case_id(case.get("id", str))[1].value
+    if value not in PATH_NAMES:
+        raise case.fail("path", f"is {value!r}, expected one of {', '.join(PATH_NAMES)}")
+    return value
 
 
 def _closeness(case: _Reader) -> float | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from dmlconform.case import Case
+from dmlconform.surface.paths import ExecutionPath
 
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
 
@@ -82,3 +83,16 @@ def select(cases: list[Case], expression: str | None) -> list[Case]:
         return cases
     predicate = parse(expression)
     return [case for case in cases if predicate(case)]
+
+
+def on_paths(cases: list[Case], paths: tuple[ExecutionPath, ...]) -> list[Case]:
+    """The selected cases on each asked path where it applies (`Case.on_path`), path by path in the order operator,
+    graph, in-place: the one expansion `run`, `certify` and `matrix` share, made before sharding so that every shard
+    agrees. Only the operator path: the cases themselves."""
+    if tuple(paths) == (ExecutionPath.OPERATOR,):
+        return cases
+    out: list[Case] = []
+    for path in ExecutionPath:
+        if path in paths:
+            out.extend(derived for case in cases if (derived := case.on_path(path)) is not None)
+    return out
