@@ -23,6 +23,7 @@ issues:
     backends: [directml]              # directml (the operators themselves), onnxruntime-dml (the DML EP's graphs)
     cases: [slice_grad.invalid/window-size-zero, 'slice_grad.standard/refuse-window-size-zero-axis[0-9]+']
     ops: [SLICE_GRAD]                 # optional: only cases of these operators
+    paths: [operator, graph]          # optional: the execution paths it shows on (default [operator]: measured)
     outcomes: [FAIL]                  # what a covered case comes to (default FAIL)
     occurs: always                    # always: every covered case fails; sometimes: it may (order-dependent)
     message: DXGI_ERROR_DEVICE_REMOVED   # optional: a regular expression the failure's message must contain
@@ -47,6 +48,7 @@ from dmlconform.backend_info import BackendInfo
 from dmlconform.case_result import FAILURES, CaseResult, Status
 from dmlconform.ops import OPERATORS
 from dmlconform.run_result import KnownIssueRecord
+from dmlconform.surface.paths import PATH_NAMES, split_case_id
 from dmlconform.yaml_file import YamlFileError, iso_date, load_yaml_bytes
 
 FORMAT = "dmlconform-known-issues/v1"
@@ -55,8 +57,11 @@ MAX_LIST_BYTES = 4 << 20
 #: The backends a known issue can show through: the DirectML operators themselves (the `directml` backend's
 #: harness), and onnxruntime-directml's DirectML EP running the `onnxruntime` backend's graphs.
 BACKENDS = ("directml", "onnxruntime-dml")
-_ISSUE_KEYS = ("id", "title", "releases", "backends", "cases", "ops", "outcomes", "occurs", "message", "evidence",
-               "reference")
+_ISSUE_KEYS = ("id", "title", "releases", "backends", "cases", "ops", "paths", "outcomes", "occurs", "message",
+               "evidence", "reference")
+#: The execution paths (contract §9) an issue shows on when it names none: the operator path, where every issue so far
+#: was measured.
+DEFAULT_PATHS = ("operator",)
 _ID = re.compile(r"[A-Z0-9][A-Z0-9._\-]{0,99}")
 _RELEASE = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")
 _STATUS_NAMES = {s.value: s for s in FAILURES}
@@ -100,11 +105,17 @@ class KnownIssue:
     message: str | None
     evidence: tuple[str, ...]
     reference: str
+    #: The execution paths it shows on: `cases` name the suites' ids, and a result's id on another path (`...@graph`)
+    #: is matched by its suite id when its path is one of these.
+    paths: tuple[str, ...] = DEFAULT_PATHS
 
     def covers(self, result: CaseResult) -> bool:
         if self.ops and result.op not in self.ops:
             return False
-        return any(entry == result.id or re.fullmatch(entry, result.id) for entry in self.cases)
+        case_id, path = split_case_id(result.id)
+        if path.value not in self.paths:
+            return False
+        return any(entry == case_id or re.fullmatch(entry, case_id) for entry in self.cases)
 
     def explains(self, result: CaseResult, raw: Status) -> bool:
         """Whether the case's failure is this issue's: an outcome it lists, with its message where it names one."""
@@ -114,7 +125,10 @@ class KnownIssue:
         return {"id": self.id, "title": self.title, "releases": list(self.releases), "backends": list(self.backends),
                 "cases": list(self.cases), "ops": list(self.ops), "outcomes": [s.value for s in self.outcomes],
                 "occurs": self.occurs.value,
-                "message": self.message, "evidence": list(self.evidence), "reference": self.reference}
+                "message": self.message, "evidence": list(self.evidence), "reference": self.reference,
+                # Only where it is not the default: a release's canonical bytes (and their digest, which packages and
+                # runs record) stay what they were before paths existed.
+                **({"paths": list(self.paths)} if self.paths != DEFAULT_PATHS else {})}
 
 
 @dataclass(frozen=True)
@@ -410,6 +424,13 @@ def _issue(name: str, entry: object, position: int) -> KnownIssue:
     for number, op in enumerate(ops):
         if op not in known_ops:
             raise fail(f"ops[{number}]", f"{op!r} is not an operator ({', '.join(sorted(known_ops))})")
+    paths = _texts(fail, entry, "paths", f"execution paths ({', '.join(PATH_NAMES)})", default=DEFAULT_PATHS)
+    for number, path in enumerate(paths):
+        if path not in PATH_NAMES:
+            raise fail(f"paths[{number}]", f"{path!r} is not an execution path ({', '.join(PATH_NAMES)})")
+    if len(set(paths)) != len(paths):
+        raise fail("paths", "names a path twice")
+    paths = tuple(name for name in PATH_NAMES if name in paths)
     outcome_names = _texts(fail, entry, "outcomes", "statuses", default=("FAIL",))
     outcomes = []
     for number, outcome in enumerate(outcome_names):
@@ -433,7 +454,7 @@ def _issue(name: str, entry: object, position: int) -> KnownIssue:
             raise fail("message", f"{message!r} is not a regular expression ({exc})") from None
     evidence = _texts(fail, entry, "evidence", "the kept results that show it")
     return KnownIssue(text["id"], text["title"], releases, backends, cases, ops, tuple(outcomes), occurs, message,
-                      evidence, text["reference"])
+                      evidence, text["reference"], paths)
 
 
 def _texts(fail: Any, entry: dict[str, Any], key: str, what: str,

@@ -13,7 +13,15 @@ from rich.text import Text
 from dmlconform.case_result import CaseResult, Status
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.run_result import RunResult, summary
-from dmlconform.verdicts import effective_status, fingerprint, introduced_levels, known_issue_cases, level_verdicts
+from dmlconform.verdicts import (
+    by_path,
+    effective_status,
+    fingerprint,
+    introduced_levels,
+    known_issue_cases,
+    level_verdicts,
+    target_verdict,
+)
 
 FAILURES_SHOWN = 25
 
@@ -32,6 +40,7 @@ def render(run: RunResult, console: Console, failures_shown: int = FAILURES_SHOW
     levels = introduced_levels(run.results)
     console.print(_level_table(run.results, levels, run.target_level))
     _verdict_lines(run, levels, console)
+    _path_lines(run, console)
     _fingerprint(run.results, console)
     _failures(run.results, console, failures_shown)
     _ci_overlay(run.results, console, failures_shown)
@@ -121,6 +130,36 @@ def _verdict_lines(run: RunResult, levels: list[FeatureLevel], console: Console)
             detail += f", {verdict.known_issues} of them DirectML's known issues"
         prefix = "" if verdict.claimed else "[dim](not claimed)[/] "
         console.print(f"{prefix}conformant at {verdict.level}: {answer} ({detail})")
+
+
+def path_counts(results: list[CaseResult]) -> str:
+    """One path's cases in a few words: `120 passed`, `118 passed, 2 failed`."""
+    good = sum(1 for r in results if r.acceptable)
+    return f"{good} passed" + (f", {len(results) - good} failed" if len(results) > good else "")
+
+
+def path_lines(run: RunResult) -> list[str]:
+    """Where more than one execution path ran (contract §9): each path's counts on one line, then each path's verdict
+    at the judged level (plain text, for the console and the certification's statement)."""
+    groups = by_path(run.results, run.paths)
+    if len(groups) < 2:
+        return []
+    lines = ["paths: " + " · ".join(f"{name} {path_counts(group)}" for name, group in groups.items())]
+    answers = []
+    for name, group in groups.items():
+        verdict = target_verdict(level_verdicts(group, run.target_level), run.target_level)
+        if verdict is None or not verdict.required:
+            answers.append(f"{name} - (no case required)")
+            continue
+        answers.append(f"{name} {'yes' if verdict.conformant else 'no'} ({verdict.matched}/{verdict.required}"
+                       + (f", {verdict.failing} not" if verdict.failing else "") + ")")
+    lines.append(f"conformant at {run.target_level} per path: " + " · ".join(answers))
+    return lines
+
+
+def _path_lines(run: RunResult, console: Console) -> None:
+    for line in path_lines(run):
+        console.print(line, markup=False, highlight=False)
 
 
 def _fingerprint(results: list[CaseResult], console: Console) -> None:

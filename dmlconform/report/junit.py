@@ -1,4 +1,6 @@
-"""JUnit XML: one testcase per case (classname the operator, name the case id), one testsuite per operator.
+"""JUnit XML: one testcase per case (classname the operator, name the case id), one testsuite per operator; on the
+graph and in-place paths (contract §9) per operator and path (classname and testsuite `ReluGrad@graph`, the case id
+ending in @graph), each testsuite with a `path` property, so that every path's counts stand apart.
 
 Valid against the Jenkins xUnit / Maven Surefire schema (tests/report/junit-10.xsd) that GitLab, Jenkins
 and Azure Pipelines read. Mapping:
@@ -52,8 +54,15 @@ def failure_text(result: CaseResult) -> str:
     return _text("\n".join(lines))
 
 
+def suite_name(result: CaseResult) -> str:
+    """The testsuite (and classname) of a case: its operator, and on another path than `operator` the path too
+    (ReluGrad@graph), so that each path's cases are counted apart."""
+    return result.op if result.path == "operator" else f"{result.op}@{result.path}"
+
+
 def _testcase(suite: ET.Element, result: CaseResult) -> None:
-    case = ET.SubElement(suite, "testcase", classname=result.op, name=result.id, time=_seconds(result.duration_s))
+    case = ET.SubElement(suite, "testcase", classname=suite_name(result), name=result.id,
+                         time=_seconds(result.duration_s))
     status = result.status
     detail = result.message
     if result.waiver is not None:
@@ -79,15 +88,18 @@ def junit_tree(run: RunResult) -> ET.ElementTree:
                   "suite_fingerprint": run.suite.fingerprint if run.suite else "",
                   "shard": str(run.shard) if run.shard else "", "interrupted": run.interrupted or ""}
     timestamp = run.started.replace(microsecond=0, tzinfo=None).isoformat()
+    durations: dict[str, float] = {}
     for result in run.results:
-        suite = by_op.get(result.op)
+        name = suite_name(result)
+        suite = by_op.get(name)
         if suite is None:
-            suite = by_op[result.op] = ET.SubElement(root, "testsuite", name=result.op, timestamp=timestamp)
+            suite = by_op[name] = ET.SubElement(root, "testsuite", name=name, timestamp=timestamp)
             props = ET.SubElement(suite, "properties")
-            for name, value in properties.items():
+            for key, value in {**properties, "path": result.path}.items():
                 if value:
-                    ET.SubElement(props, "property", name=name, value=_text(value))
+                    ET.SubElement(props, "property", name=key, value=_text(value))
         _testcase(suite, result)
+        durations[name] = durations.get(name, 0.0) + result.duration_s
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for op, suite in by_op.items():
         cases = suite.findall("testcase")
@@ -98,7 +110,7 @@ def junit_tree(run: RunResult) -> ET.ElementTree:
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value
-        suite.set("time", _seconds(sum(r.duration_s for r in run.results if r.op == op)))
+        suite.set("time", _seconds(durations[op]))
     for key in ("tests", "failures", "errors"):
         root.set(key, str(totals[key]))
     root.set("time", _seconds(run.duration_s))
