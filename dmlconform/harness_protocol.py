@@ -21,6 +21,9 @@ import numpy as np
 from dmlconform.dtypes import DataType
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.ops.base import Description, Operator, ParamKind, TensorDesc
+from dmlconform.surface.buffers import Binding
+from dmlconform.surface.layout import MINIMUM_ALIGNMENT, TensorLayout, total_bytes_of
+from dmlconform.surface.paths import EDGES_SUFFIX, PATH_NAMES
 
 PROTOCOL_VERSION = 1
 MAGIC = b"DMLC"
@@ -315,6 +318,45 @@ def encode_run_request(case_id: str, desc: Description, inputs: Mapping[str, np.
     return encode_frame(header, payload)
 
 
+def _layout_entry(desc: TensorDesc, layout: TensorLayout) -> dict[str, Any]:
+    entry: dict[str, Any] = {"TotalTensorSizeInBytes": total_bytes_of(desc, layout), "BindingOffset": layout.offset}
+    if layout.strides is not None:
+        entry["Strides"] = list(layout.strides)
+    return entry
+
+
+def encode_buffers_request(case_id: str, desc: Description, path: str, binding: Binding,
+                           images: Mapping[str, bytes]) -> bytes:
+    """A run request with whole buffers (docs/native-harness.md, "Buffers: layouts, graphs, in place"): every tensor's
+    layout, and the image of every buffer as it must be before the dispatch (`images`, by Binding.buffers names)."""
+    parts: list[bytes] = []
+    offset = 0
+
+    def place(name: str) -> dict[str, Any]:
+        nonlocal offset
+        padding = -offset % TENSOR_ALIGNMENT
+        parts.append(b"\0" * padding)
+        offset += padding
+        entry = {"offset": offset, "nbytes": len(images[name])}
+        parts.append(images[name])
+        offset += len(images[name])
+        return entry
+
+    def tensor(name: str) -> dict[str, Any]:
+        return {**tensor_desc_entry(name, desc.tensors[name]), **_layout_entry(desc.tensors[name], desc.layout(name))}
+
+    inputs = [{**tensor(name), **place(name)} for name in binding.inputs]
+    outputs = []
+    for name in binding.outputs:
+        alias = binding.aliases.get(name)
+        outputs.append({**tensor(name), "alias": alias} if alias else {**tensor(name), **place(name)})
+    header: dict[str, Any] = {"type": "run", "id": case_id, "op": desc.op.name, "params": params_to_wire(desc),
+                              "buffers": True, "path": path, "inputs": inputs, "outputs": outputs}
+    if binding.edges:
+        header["edges"] = [{"name": name + EDGES_SUFFIX, **place(name + EDGES_SUFFIX)} for name in binding.outputs]
+    return encode_frame(header, b"".join(parts))
+
+
 @dataclass
 class RunRequest:
     id: str
@@ -323,6 +365,13 @@ class RunRequest:
     inputs: dict[str, np.ndarray]
     input_descs: dict[str, TensorDesc]
     outputs: dict[str, TensorDesc]
+    #: A request with buffers: its path, each tensor's layout, every buffer's image before the dispatch (by
+    #: Binding.buffers names) and the outputs bound over an input.
+    buffers: bool = False
+    path: str = "operator"
+    layouts: dict[str, TensorLayout] = field(default_factory=dict)
+    images: dict[str, bytes] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
 
 
 def decode_run_request(frame: Frame) -> RunRequest:
@@ -333,6 +382,8 @@ def decode_run_request(frame: Frame) -> RunRequest:
     params = header.get("params", {})
     if not isinstance(params, dict):
         raise ProtocolError(f"run request 'params' must be an object, got {params!r}")
+    if header.get("buffers", False) is not False:
+        return _decode_buffers_request(frame, case_id, op, params)
     inputs: dict[str, np.ndarray] = {}
     input_descs: dict[str, TensorDesc] = {}
     for entry in _entry_list(header, "inputs"):
@@ -343,11 +394,89 @@ def decode_run_request(frame: Frame) -> RunRequest:
     return RunRequest(case_id, op, params, inputs, input_descs, outputs)
 
 
+def _read_layout(entry: Mapping[str, Any], desc: TensorDesc, where: str) -> TensorLayout:
+    strides, total, offset = entry.get("Strides"), entry.get("TotalTensorSizeInBytes"), entry.get("BindingOffset")
+    if strides is not None and (not isinstance(strides, list) or len(strides) != desc.rank
+                                or not all(_is_int(s) and 0 <= s <= 2**32 - 1 for s in strides)):
+        raise ProtocolError(f"{where}: Strides must be {desc.rank} UINTs, got {str(strides)[:80]}", fatal=False)
+    if not _is_int(total) or total < 1:
+        raise ProtocolError(f"{where}: TotalTensorSizeInBytes must be a positive integer, got {total!r}", fatal=False)
+    if not _is_int(offset) or offset < 0 or offset % MINIMUM_ALIGNMENT:
+        raise ProtocolError(f"{where}: BindingOffset must be a non-negative multiple of {MINIMUM_ALIGNMENT}, got "
+                            f"{offset!r}", fatal=False)
+    return TensorLayout(tuple(strides) if strides is not None else None, total, offset)
+
+
+def _read_image(entry: Mapping[str, Any], payload: bytes, layout: TensorLayout | None, where: str) -> bytes:
+    offset, nbytes = entry.get("offset"), entry.get("nbytes")
+    if not (_is_int(offset) and _is_int(nbytes) and offset >= 0 and nbytes >= 0):
+        raise ProtocolError(f"{where}: offset and nbytes must be non-negative integers, got {offset!r} and "
+                            f"{nbytes!r}", fatal=False)
+    if offset + nbytes > len(payload):
+        raise ProtocolError(f"{where}: bytes {offset}..{offset + nbytes} lie outside the {len(payload)}-byte payload",
+                            fatal=False)
+    if layout is not None and nbytes < layout.offset + (layout.total_bytes or 0):
+        raise ProtocolError(f"{where}: the {nbytes}-byte buffer ends before its binding does "
+                            f"(BindingOffset {layout.offset} + TotalTensorSizeInBytes {layout.total_bytes})",
+                            fatal=False)
+    return bytes(payload[offset:offset + nbytes])
+
+
+def _decode_buffers_request(frame: Frame, case_id: str, op: str, params: dict[str, Any]) -> RunRequest:
+    header = frame.header
+    path = header.get("path", "operator")
+    if path not in PATH_NAMES:
+        raise ProtocolError(f"run request 'path' {path!r} is not one of {', '.join(PATH_NAMES)}", fatal=False)
+    input_descs: dict[str, TensorDesc] = {}
+    outputs: dict[str, TensorDesc] = {}
+    layouts: dict[str, TensorLayout] = {}
+    images: dict[str, bytes] = {}
+    aliases: dict[str, str] = {}
+    for entry in _entry_list(header, "inputs"):
+        name, desc = read_tensor_desc(entry, "inputs")
+        input_descs[name] = desc
+        layouts[name] = _read_layout(entry, desc, f"inputs.{name}")
+        images[name] = _read_image(entry, frame.payload, layouts[name], f"inputs.{name}")
+    for entry in _entry_list(header, "outputs"):
+        name, desc = read_tensor_desc(entry, "outputs")
+        outputs[name] = desc
+        layouts[name] = _read_layout(entry, desc, f"outputs.{name}")
+        alias = entry.get("alias")
+        if alias is None:
+            images[name] = _read_image(entry, frame.payload, layouts[name], f"outputs.{name}")
+        elif alias not in input_descs or path != "in-place":
+            raise ProtocolError(f"outputs.{name}: alias {alias!r} must name an input, on the in-place path",
+                                fatal=False)
+        else:
+            aliases[name] = alias
+    edges = _entry_list(header, "edges") if "edges" in header else []
+    if bool(edges) != (path == "graph"):
+        raise ProtocolError("run request 'edges' comes with the graph path, and only with it", fatal=False)
+    for entry in edges:
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if not isinstance(name, str) or name.removesuffix(EDGES_SUFFIX) not in outputs or \
+                not name.endswith(EDGES_SUFFIX):
+            raise ProtocolError(f"edges: {name!r} is not an output's name followed by {EDGES_SUFFIX}", fatal=False)
+        images[name] = _read_image(entry, frame.payload, layouts[name.removesuffix(EDGES_SUFFIX)], f"edges.{name}")
+    return RunRequest(case_id, op, params, {}, input_descs, outputs, True, path, layouts, images, aliases)
+
+
 def encode_result(case_id: str, status: str, outputs: Sequence[tuple[str, np.ndarray]] = (),
-                  message: str = "", extra: Mapping[str, Any] | None = None) -> bytes:
+                  message: str = "", extra: Mapping[str, Any] | None = None,
+                  images: Mapping[str, bytes] | None = None) -> bytes:
     header: dict[str, Any] = {"type": "result", "id": case_id, "status": status}
     payload = b""
-    if status == "ok":
+    if status == "ok" and images is not None:
+        entries, parts, offset = [], [], 0
+        for name, image in images.items():
+            padding = -offset % TENSOR_ALIGNMENT
+            parts.append(b"\0" * padding)
+            offset += padding
+            entries.append({"name": name, "offset": offset, "nbytes": len(image)})
+            parts.append(image)
+            offset += len(image)
+        header["images"], payload = entries, b"".join(parts)
+    elif status == "ok":
         header["outputs"], payload = pack_tensors(outputs)
     else:
         header["message"] = message
@@ -361,10 +490,14 @@ class Reply:
     message: str = ""
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     header: dict[str, Any] = field(default_factory=dict)
+    #: A request with buffers: every buffer after the dispatch, by name.
+    images: dict[str, bytes] | None = None
 
 
-def decode_result(frame: Frame, case_id: str, expected: Mapping[str, TensorDesc]) -> Reply:
-    """Check a reply against the case it answers; fatal errors mean the stream is out of step."""
+def decode_result(frame: Frame, case_id: str, expected: Mapping[str, TensorDesc],
+                  images: Mapping[str, int] | None = None) -> Reply:
+    """Check a reply against the case it answers; fatal errors mean the stream is out of step. `images`: for a
+    request with buffers, the size of every buffer the reply must return."""
     header = frame.header
     if frame.type != "result":
         raise ProtocolError(f"expected a 'result' message, got type {header.get('type')!r}")
@@ -377,6 +510,8 @@ def decode_result(frame: Frame, case_id: str, expected: Mapping[str, TensorDesc]
     message = message if isinstance(message, str) else json.dumps(message)
     if status != "ok":
         return Reply(status, message, header=header)
+    if images is not None:
+        return Reply(status, message, header=header, images=_decode_images(header, frame.payload, images))
     outputs: dict[str, np.ndarray] = {}
     for entry in _entry_list(header, "outputs", fatal=False):
         name, desc = read_tensor_desc(entry, "outputs")
@@ -395,6 +530,24 @@ def decode_result(frame: Frame, case_id: str, expected: Mapping[str, TensorDesc]
     if missing:
         raise ProtocolError(f"outputs: {', '.join(missing)} missing from an 'ok' reply", fatal=False)
     return Reply(status, message, outputs, header)
+
+
+def _decode_images(header: Mapping[str, Any], payload: bytes, sizes: Mapping[str, int]) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    for entry in _entry_list(header, "images", fatal=False):
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if name not in sizes:
+            raise ProtocolError(f"images: {name!r} is not a buffer of this case (expected {', '.join(sizes)})",
+                                fatal=False)
+        image = _read_image(entry, payload, None, f"images.{name}")
+        if len(image) != sizes[name]:
+            raise ProtocolError(f"images.{name}: {len(image)} bytes, but the buffer sent had {sizes[name]}",
+                                fatal=False)
+        found[name] = image
+    missing = [name for name in sizes if name not in found]
+    if missing:
+        raise ProtocolError(f"images: {', '.join(missing)} missing from an 'ok' reply", fatal=False)
+    return found
 
 
 def _entry_list(header: Mapping[str, Any], key: str, fatal: bool = True) -> list[Any]:
@@ -486,6 +639,9 @@ class Hello:
     #: How many requests the runner may have sent and not yet had answered (section 1 of docs/native-harness.md):
     #: 1, one at a time, unless the harness's hello says `pipeline`.
     pipeline: int = 1
+    #: What the hello's `surface` offers (contract §9): requests with buffers (layouts), and the paths it runs.
+    layouts: bool = False
+    paths: frozenset[str] = frozenset({"operator"})
 
 
 def encode_hello_reply(hello: Hello) -> bytes:
@@ -499,7 +655,22 @@ def encode_hello_reply(hello: Hello) -> bytes:
         header["operators"] = {op: sorted(d.name for d in dtypes) for op, dtypes in hello.operators.items()}
     if hello.pipeline > 1:
         header["pipeline"] = hello.pipeline
+    if hello.layouts:
+        header["surface"] = {"layouts": True, "paths": sorted(hello.paths)}
     return encode_frame(header)
+
+
+def _surface(header: Mapping[str, Any]) -> tuple[bool, frozenset[str]]:
+    raw = header.get("surface")
+    if raw is None:
+        return False, frozenset({"operator"})
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("paths", []), list):
+        raise ProtocolError(f"hello: surface must be {{layouts, paths}}, got {str(raw)[:80]}")
+    paths = frozenset(str(p) for p in raw.get("paths", [])) | {"operator"}
+    unknown = sorted(paths - set(PATH_NAMES))
+    if unknown:
+        raise ProtocolError(f"hello: surface.paths names {', '.join(unknown)}; paths are {', '.join(PATH_NAMES)}")
+    return raw.get("layouts") is True, paths
 
 
 def _pipeline(header: Mapping[str, Any]) -> int:
@@ -545,4 +716,5 @@ def decode_hello(frame: Frame) -> Hello:
                                                        "feature_level_source")}
     return Hello(PROTOCOL_VERSION, text["name"] or "harness", text["version"], text["adapter"] or "unknown adapter",
                  text["driver_version"], text["api"], level, text["feature_level_source"], operators,
-                 {str(k): str(v) for k, v in extra.items()} if isinstance(extra, dict) else {}, _pipeline(header))
+                 {str(k): str(v) for k, v in extra.items()} if isinstance(extra, dict) else {}, _pipeline(header),
+                 *_surface(header))

@@ -31,6 +31,7 @@ from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome, Outco
 from dmlconform.case import Case
 from dmlconform.harness_protocol import Frame, Hello, ProtocolError, StreamEnded
 from dmlconform.ops.base import TensorDesc
+from dmlconform.surface.buffers import images_before
 
 #: Seconds a harness may take to start and answer the handshake (device creation can be slow).
 MIN_HANDSHAKE_S = 10.0
@@ -284,6 +285,8 @@ class _Request:
     case_id: str
     data: bytes
     expected: Mapping[str, TensorDesc]
+    #: A request with buffers: the size of every buffer its reply returns.
+    images: Mapping[str, int] | None = None
     #: When it went to the running process (None: not sent yet).
     sent_at: float | None = None
 
@@ -413,9 +416,10 @@ class HarnessClient:
         self.submit(case_id, request, expected)
         return self.collect()
 
-    def submit(self, case_id: str, request: bytes, expected: Mapping[str, TensorDesc]) -> None:
+    def submit(self, case_id: str, request: bytes, expected: Mapping[str, TensorDesc],
+               images: Mapping[str, int] | None = None) -> None:
         """Queue a request; it goes to the harness as soon as fewer than `pipeline` are unanswered there."""
-        self._waiting.append(_Request(case_id, request, expected))
+        self._waiting.append(_Request(case_id, request, expected, images))
         if self._process is not None:
             self._send_more(self._process)
 
@@ -439,8 +443,10 @@ class HarnessClient:
         assert request.sent_at is not None
         deadline = max(request.sent_at, self._answered_at) + self.timeout_s
         try:
-            reply = protocol.decode_result(process.read_frame(deadline, payload_bound(request.expected)),
-                                           request.case_id, request.expected)
+            bound = payload_bound(request.expected) + sum(
+                size + protocol.TENSOR_ALIGNMENT for size in (request.images or {}).values())
+            reply = protocol.decode_result(process.read_frame(deadline, bound), request.case_id, request.expected,
+                                           request.images)
         except _Timeout as exc:
             self._sent.popleft()
             self.discard()
@@ -503,6 +509,8 @@ def expected_payload(case: Case) -> int:
 
 def reply_outcome(reply: protocol.Reply) -> Outcome:
     """What a decoded reply from a DirectML harness means for its case."""
+    if reply.status == "ok" and reply.images is not None:
+        return Outcome.ran_buffers(reply.images)
     if reply.status == "ok":
         return Outcome.ran(reply.outputs)
     if reply.status == "refused":
@@ -568,14 +576,22 @@ class NativeBackend:
         if declined:
             self._submitted.append(Outcome.not_supported(declined))
             return
+        images: dict[str, int] | None = None
         try:
-            request = protocol.encode_run_request(case.full_id, case.description, case.inputs)
+            if case.uses_buffers:
+                binding = case.binding
+                before = images_before(case.description, binding, case.inputs)
+                request = protocol.encode_buffers_request(case.full_id, case.description, case.path.value, binding,
+                                                          before)
+                images = {name: len(before[name]) for name in binding.buffers()}
+            else:
+                request = protocol.encode_run_request(case.full_id, case.description, case.inputs)
         except (ValueError, KeyError, TypeError) as exc:
             self._submitted.append(Outcome.error(f"cannot encode the case for the harness: {exc}"))
             return
         expected = {name: case.description.tensors[name] for name in case.op.outputs}
         self._submitted.append(None)
-        self.harness.submit(case.full_id, request, expected)
+        self.harness.submit(case.full_id, request, expected, images)
 
     def collect(self) -> Outcome:
         """The outcome of the oldest case submitted and not yet collected."""
@@ -590,7 +606,12 @@ class NativeBackend:
 
     # -- one case ----------------------------------------------------------------------------------
     def _declined(self, case: Case) -> str:
-        """Valid cases the handshake says the harness cannot run are not sent; invalid ones always are."""
+        """Valid cases the handshake says the harness cannot run are not sent; invalid ones always are. A layout or a
+        path the handshake does not offer is never sent, invalid or not: the harness would run something else."""
+        if case.description.has_layouts and not self.hello.layouts:
+            return "the harness's handshake offers no memory layouts (its hello has no surface.layouts)"
+        if case.path.value not in self.hello.paths or (case.uses_buffers and not self.hello.layouts):
+            return f"the harness's handshake does not offer the {case.path.value} path"
         operators = self.hello.operators
         if operators is None or case.expect_invalid:
             return ""

@@ -14,7 +14,7 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -27,6 +27,8 @@ from dmlconform.case import Case
 from dmlconform.harness_protocol import Frame, Hello, ProtocolError, StreamEnded
 from dmlconform.ops import OPERATORS, find_operator
 from dmlconform.ops.base import Description, DescriptionError, ParamError
+from dmlconform.surface.buffers import images_after, read_inputs
+from dmlconform.surface.paths import PATH_NAMES, ExecutionPath
 
 GARBAGE_MODES = ("size", "bytes", "json", "dtype", "shape", "id", "kind", "truncate")
 CRASH_MODES = ("exit", "abort")
@@ -78,7 +80,8 @@ class HarnessServer:
         return Hello(protocol.PROTOCOL_VERSION, f"dmlconform.harness[{self.backend_name}]", __version__,
                      info.device, info.version, self.api or f"in-process backend '{info.name}'", info.feature_level,
                      f"the {info.name} backend's own claim: {info.feature_level_source}",
-                     {op.name: op.support.all_dtypes for op in OPERATORS.values()}, dict(info.extra))
+                     {op.name: op.support.all_dtypes for op in OPERATORS.values()}, dict(info.extra),
+                     layouts=True, paths=frozenset(PATH_NAMES))
 
     def serve(self) -> int:
         """Answer requests until 'bye' or end of stdin; the exit status for the process."""
@@ -122,6 +125,9 @@ class HarnessServer:
             with self.faults.log_served.open("a", encoding="utf-8") as log:
                 log.write(f"{case_id} {os.getpid()}\n")
         self.inject_before(case_id)
+        if frame.header.get("buffers", False) is not False:
+            self.send(self.run_buffers(frame, case_id))
+            return
         status, outputs, message = self.run(frame)
         if Faults.hits(self.faults.garbage_on, case_id):
             self.send_garbage(case_id, outputs)
@@ -156,6 +162,38 @@ class HarnessServer:
         prefix = "" if status != "error" or outcome.kind is OutcomeKind.ERROR else f"{outcome.kind.value}: "
         return status, [], prefix + outcome.message
 
+    def run_buffers(self, frame: Frame, case_id: str) -> bytes:
+        """A request with buffers (docs/native-harness.md): the inputs read from their buffers through their layouts,
+        the backend run on the logical tensors, and the outputs written where their layouts put them, in the
+        buffers as they came (over the aliased input in place; into the second copy on the graph path)."""
+        try:
+            request = protocol.decode_run_request(frame)
+            case = self.rebuild(request)
+        except KeyError as exc:
+            return protocol.encode_result(case_id, "unsupported", message=str(exc.args[0]))
+        except (ParamError, ProtocolError) as exc:
+            return protocol.encode_result(case_id, "error", message=f"request does not describe a case: {exc}")
+        try:
+            case.op.validate(case.description)
+        except DescriptionError as exc:
+            return protocol.encode_result(case_id, "refused", message=str(exc))
+        binding = case.binding
+        missing = [name for name in binding.buffers() if name not in request.images]
+        if missing:
+            return protocol.encode_result(case_id, "error", message=f"no buffer image for {', '.join(missing)}")
+        logical = replace(case, description=replace(case.description, layouts={}), path=ExecutionPath.OPERATOR,
+                          inputs=read_inputs(case.description, binding, request.images))
+        try:
+            outcome = self.backend.run(logical)
+        except Exception as exc:  # an in-process backend bug costs this case only
+            return protocol.encode_result(case_id, "error", message=f"backend raised {type(exc).__name__}: {exc}")
+        if outcome.kind is not OutcomeKind.OUTPUTS:
+            status = {OutcomeKind.REFUSED: "refused", OutcomeKind.NOT_SUPPORTED: "unsupported"}.get(outcome.kind,
+                                                                                                     "error")
+            return protocol.encode_result(case_id, status, message=outcome.message)
+        images = images_after(case.description, binding, request.images, outcome.outputs)
+        return protocol.encode_result(case_id, "ok", images=images)
+
     @staticmethod
     def rebuild(request: protocol.RunRequest) -> Case:
         """A Case from the request alone: operator, DML field values and tensor descriptions."""
@@ -167,8 +205,9 @@ class HarnessServer:
         dtype = descs[op.outputs[0]].dtype
         params = op.parse_params(protocol.params_from_wire(op, request.params, dtype), dtype)
         suite, _, name = request.id.partition("/")
-        return Case(suite, name or request.id, Path("<harness request>"), Description(op, params, descs),
-                    request.inputs)
+        layouts = {key: layout for key, layout in request.layouts.items() if not layout.is_default}
+        return Case(suite, name or request.id, Path("<harness request>"), Description(op, params, descs, layouts),
+                    request.inputs, path=ExecutionPath(request.path))
 
     def close_stdout(self) -> None:
         # sys.stdout.buffer does not own fd 1, so closing the object alone would leave the pipe open.
