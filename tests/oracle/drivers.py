@@ -36,7 +36,9 @@ from dmlconform.backends.base import BackendInfo, Outcome
 from dmlconform.case import Case
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.ops._resample_coordinates import inverts_exactly
-from dmlconform.ops.base import DescriptionError
+from dmlconform.ops.base import Description, DescriptionError
+from dmlconform.surface.buffers import images_before
+from dmlconform.surface.paths import EDGES_SUFFIX, ExecutionPath
 from tests.oracle.arithmetic import Summation, Weight, exact, round_fraction, weight_value
 
 Terms = list[tuple[Weight, np.floating]]
@@ -70,6 +72,14 @@ class Knobs:
     coordinates: str = "division"
     #: MaxPoolingGrad with a gradient that is not the pooled size: computed, or refused (DirectML 1.15.4).
     pool_gradient_size: str = "computed"
+    # How the driver meets its buffers (contract §9; only cases with a layout or on the graph or in-place path).
+    #: The order its threads store the output's elements: row-major, reverse, or column-major (first axis fastest).
+    write_order: str = "row-major"
+    #: What it stores before the values: nothing, or a zero in every output element first (through the layout).
+    output_init: str = "none"
+    #: In place: read every input, then write (`snapshot`), or read each element's inputs and write its output
+    #: before the next element (`element-by-element`: ClipGrad1 aliases an element only to itself).
+    in_place_pass: str = "snapshot"
     #: A named mistake (see BUGS); None for a legitimate driver.
     bug: str | None = None
 
@@ -83,9 +93,11 @@ class SimulatedDriver:
 
     thread_safe = True
 
-    def __init__(self, knobs: Knobs) -> None:
+    def __init__(self, knobs: Knobs, trace: list[tuple[str, int]] | None = None) -> None:
         self.knobs = knobs
         self.name = f"simulated:{knobs.name}"
+        #: If a list: every element store on a buffer is appended to it, as (buffer, byte position), in order.
+        self.trace = trace
 
     def info(self) -> BackendInfo:
         return BackendInfo(self.name, "test", "simulated driver", HIGHEST, "claims every level")
@@ -97,11 +109,9 @@ class SimulatedDriver:
         refusal = self._refusal(case)
         if refusal is not None:
             return Outcome.refused(refusal)
-        compute = _OPERATORS[case.op.name]
-        output = compute(self.knobs, case.description.params, case.inputs, case.description.output.shape)
-        if self.knobs.bug == "fp16-denormals-flushed" and output.dtype == np.float16:
-            output = np.where(np.abs(output) < np.finfo(np.float16).tiny, np.float16(0), output)
-        return Outcome.ran({"OutputGradientTensor": output})
+        if case.uses_buffers:
+            return Outcome.ran_buffers(_run_on_buffers(self.knobs, case, self.trace))
+        return Outcome.ran({"OutputGradientTensor": _compute(self.knobs, case.description, case.inputs)})
 
     def _refusal(self, case: Case) -> str | None:
         bug = self.knobs.bug
@@ -135,6 +145,160 @@ def _gradient_is_pooled_size(case: Case) -> bool:
 
 
 _SUMMING = ("MAX_POOLING_GRAD", "RESAMPLE_GRAD1")
+
+
+def _compute(knobs: Knobs, desc: Description, inputs: Mapping[str, np.ndarray],
+             shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """The operator's logical output from its logical inputs (`shape`: the output's, if not the description's)."""
+    output = _OPERATORS[desc.op.name](knobs, desc.params, inputs, desc.output.shape if shape is None else shape)
+    if knobs.bug == "fp16-denormals-flushed" and output.dtype == np.float16:
+        output = np.where(np.abs(output) < np.finfo(np.float16).tiny, np.float16(0), output)
+    return output
+
+
+# -- buffers: layouts, graphs, in place (contract §9) ------------------------------------------------------------
+# Written again from the pages, not from dmlconform.surface (which only builds the images the driver is handed):
+# element i of a buffer tensor lies at byte Offset + (Σ_k i_k·Strides_k)·element size of its binding's buffer,
+# Strides default to packed row-major, and a driver may store nothing but the output's elements.
+def _packed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(math.prod(shape[k + 1:]) for k in range(len(shape)))
+
+
+def _byte_positions(shape: tuple[int, ...], strides: tuple[int, ...], offset: int, itemsize: int) -> np.ndarray:
+    """Where each element's first byte lies in its buffer, elements in row-major order."""
+    index = np.indices(shape, dtype=np.int64).reshape(len(shape), -1)
+    return offset + index.T.dot(np.asarray(strides, np.int64)) * itemsize
+
+
+def _write_order(shape: tuple[int, ...], order: str) -> np.ndarray:
+    """The row-major numbers of the elements, in the order a driver stores them."""
+    numbers = np.arange(math.prod(shape), dtype=np.int64)
+    if order == "column-major":  # the first axis fastest
+        return numbers.reshape(shape).transpose().reshape(-1)
+    if order == "reverse":
+        return numbers[::-1]
+    return numbers
+
+
+class _Buffers:
+    """The buffers of one dispatch as the driver sees them: bytes it loads from and stores to."""
+
+    def __init__(self, knobs: Knobs, case: Case, trace: list[tuple[str, int]] | None) -> None:
+        self.knobs, self.desc, self.binding, self.trace = knobs, case.description, case.binding, trace
+        before = images_before(self.desc, self.binding, case.inputs)
+        self.raw = {name: bytearray(before[name]) for name in self.binding.buffers()}
+
+    def _where(self, tensor: str, packed: bool) -> tuple[tuple[int, ...], tuple[int, ...], int, np.dtype]:
+        desc, layout = self.desc.tensors[tensor], self.desc.layout(tensor)
+        strides = layout.strides if layout.strides is not None and not packed else _packed(desc.shape)
+        offset = 0 if self.knobs.bug == "layout-offset-ignored" else layout.offset
+        return desc.shape, strides, offset, desc.dtype.numpy
+
+    def load(self, tensor: str, buffer: str, packed: bool = False) -> np.ndarray:
+        """A tensor's logical elements, read from `buffer` through its layout (`packed`: strides lost)."""
+        shape, strides, offset, dtype = self._where(tensor, packed)
+        raw = np.frombuffer(self.raw[buffer], np.uint8)
+        picks = _byte_positions(shape, strides, offset, dtype.itemsize)[:, None] + np.arange(dtype.itemsize)
+        if picks.size and picks.max() >= raw.size:  # a buggy read past the buffer's end reads zeros
+            raw = np.concatenate([raw, np.zeros(int(picks.max()) + 1 - raw.size, np.uint8)])
+        return raw[picks.reshape(-1)].view(dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+
+    def store(self, tensor: str, buffer: str, values: np.ndarray, packed: bool = False,
+              only: np.ndarray | None = None) -> None:
+        """Store a tensor's elements into `buffer` through its layout, one element after another in the driver's
+        write order (`only`: the row-major element numbers to store, the others left alone)."""
+        shape, strides, offset, dtype = self._where(tensor, packed)
+        numbers = _write_order(shape, self.knobs.write_order)
+        if only is not None:
+            numbers = numbers[np.isin(numbers, only)]
+        positions = _byte_positions(shape, strides, offset, dtype.itemsize)[numbers]
+        data = np.ascontiguousarray(values, dtype=dtype.newbyteorder("<")).reshape(-1)[numbers]
+        raw = np.frombuffer(self.raw[buffer], np.uint8)
+        for position, value in zip(positions.tolist(), data.view(np.uint8).reshape(-1, dtype.itemsize), strict=True):
+            end = min(position + dtype.itemsize, raw.size)  # a buggy store past the buffer's end is lost
+            raw[position:end] = value[:end - position]
+            if self.trace is not None:
+                self.trace.append((buffer, position))
+
+    def zero_binding(self, tensor: str, buffer: str) -> None:
+        """`layout-padding-zeroed`: every byte of the binding's TotalTensorSizeInBytes set to 0."""
+        desc, layout = self.desc.tensors[tensor], self.desc.layout(tensor)
+        strides = layout.strides if layout.strides is not None else _packed(desc.shape)
+        footprint = (sum((n - 1) * s for n, s in zip(desc.shape, strides, strict=True)) + 1) * desc.dtype.numpy.itemsize
+        total = layout.total_bytes if layout.total_bytes is not None else (footprint + 3) & ~3
+        raw = np.frombuffer(self.raw[buffer], np.uint8)
+        raw[layout.offset:layout.offset + total] = 0
+
+    def images(self) -> dict[str, bytes]:
+        return {name: bytes(image) for name, image in self.raw.items()}
+
+
+def _run_on_buffers(knobs: Knobs, case: Case, trace: list[tuple[str, int]] | None) -> dict[str, bytes]:
+    """Run a case on whole buffers: read each input from its buffer, compute, store each output's elements into
+    its buffer (in place: the input's buffer it aliases; on the graph path also the copy between identity nodes)."""
+    buffers, desc = _Buffers(knobs, case, trace), case.description
+    binding = case.binding
+    name = case.op.outputs[0]
+    target = binding.aliases.get(name, name)
+    packed_inputs = knobs.bug == "layout-input-strides-ignored"
+    inputs = {tensor: buffers.load(tensor, tensor, packed_inputs) for tensor in binding.inputs}
+    output = _compute(knobs, desc, inputs)
+    if knobs.bug == "output-read-before-write" and case.op.name in _SUMMING:
+        # Sums added onto what the output's buffer held (canaries), never initialised.
+        with np.errstate(over="ignore", invalid="ignore"):
+            output = (buffers.load(name, target) + output).astype(output.dtype)
+    packed_output = knobs.bug == "layout-output-written-packed"
+    if knobs.bug == "layout-padding-zeroed":
+        buffers.zero_binding(name, target)
+    if knobs.output_init == "zero-elements":
+        buffers.store(name, target, np.zeros_like(output), packed_output)
+    if case.path is ExecutionPath.IN_PLACE and target != name:
+        _store_in_place(knobs, case, buffers, inputs, output, target)
+    else:
+        buffers.store(name, target, output, packed_output)
+    if binding.edges:
+        copy = output
+        if knobs.bug == "graph-edge-strides-lost":  # the copy's operator reads its input edges packed
+            copy = _compute(knobs, desc, {tensor: buffers.load(tensor, tensor, packed=True)
+                                          for tensor in binding.inputs})
+        buffers.store(name, name + EDGES_SUFFIX, copy, packed_output)
+    return buffers.images()
+
+
+#: ClipGrad1 in place processes vectors of this many elements (`in-place-vector-tail-rereads-output`).
+_VECTOR = 4
+
+
+def _store_in_place(knobs: Knobs, case: Case, buffers: _Buffers, inputs: Mapping[str, np.ndarray],
+                    output: np.ndarray, target: str) -> None:
+    """The output stored over the input it aliases (ClipGrad1's X)."""
+    name, desc = case.op.outputs[0], case.description
+    if knobs.bug == "in-place-gradient-copied-first":
+        # Two passes: dY copied into the output, then the elements whose X is out of range zeroed, reading X from
+        # the buffer the copy has just overwritten.
+        buffers.store(name, target, inputs["InputGradientTensor"])
+        reread = {tensor: buffers.load(tensor, tensor) for tensor in case.binding.inputs}
+        buffers.store(name, target, _compute(knobs, desc, reread))
+        return
+    if knobs.in_place_pass == "element-by-element":
+        # Each element's inputs read just before its output is stored over X's element (the same element).
+        numbers = _write_order(output.shape, knobs.write_order)
+        for number in numbers:
+            index = np.unravel_index(int(number), output.shape)
+            single = {tensor: buffers.load(tensor, tensor)[index].reshape((1,) * output.ndim)
+                      for tensor in case.binding.inputs}
+            one = _compute(knobs, desc, single, (1,) * output.ndim).reshape(-1)[0]
+            value = np.full(output.shape, one, dtype=output.dtype)
+            buffers.store(name, target, value, only=np.array([number]))
+        return
+    buffers.store(name, target, output)
+    size = output.size
+    if knobs.bug == "in-place-vector-tail-rereads-output" and size > _VECTOR and size % _VECTOR:
+        # The last vector is the last _VECTOR elements: those the vector before it already stored are computed
+        # again from X read back from the buffer, which now holds their outputs.
+        reread = {tensor: buffers.load(tensor, tensor) for tensor in case.binding.inputs}
+        again = _compute(knobs, desc, reread)
+        buffers.store(name, target, again, only=np.arange(size - _VECTOR, size - size % _VECTOR))
 
 
 # -- helpers shared by the operators ---------------------------------------------------------------------------
@@ -642,6 +806,14 @@ LEGITIMATE: tuple[Knobs, ...] = (
           "(DirectML 1.15.4's LINEAR weights on lavapipe)", coordinates="linear-reciprocal-1-ulp"),
     Knobs("refuses-gradient-not-pooled-size", "MaxPoolingGrad refuses a gradient that is not the pooled size "
           "(as DirectML 1.15.4 does)", pool_gradient_size="refused"),
+    # How a driver meets its buffers (contract §9): free as long as it stores the output's elements and nothing else.
+    Knobs("writes-in-reverse-order", "stores the output's elements last to first", write_order="reverse"),
+    Knobs("writes-in-column-order", "stores the output's elements first axis fastest (column-major)",
+          write_order="column-major"),
+    Knobs("zeroes-output-elements-first", "stores a zero in every output element (through its layout, no other byte) "
+          "before the values", output_init="zero-elements"),
+    Knobs("in-place-element-by-element", "in place, reads each element's X and dY just before storing its output "
+          "over X's element, in reverse order", in_place_pass="element-by-element", write_order="reverse"),
 )
 
 @dataclass(frozen=True)
@@ -777,6 +949,31 @@ BUGS: tuple[Bug, ...] = (
         "2 of floor((i + IPO)·S + OPO), dropping taps from outputs farther away (scales above about 2)",
         seen_in="FlagGems' upsample_linear1d_backward scans a fixed window of outputs around each input's centre and "
         "drops the terms outside it", source="https://github.com/flagos-ai/FlagGems/issues/5218"),
+    # Buffers (contract §9): layouts, graphs and in place. Each shows only on a case with whole buffers.
+    Bug("layout-input-strides-ignored", "reads its inputs packed row-major, whatever their Strides",
+        must_die_on="smoke", seen_in="cutorch's copy read a non-contiguous source (a[{{},{},{2}}] of a 2x2x2 "
+        "tensor) as if it were contiguous", source="https://github.com/torch/cutorch/issues/39"),
+    Bug("layout-offset-ignored", "reads and writes every tensor at byte 0 of its buffer, ignoring the binding's "
+        "Offset", must_die_on="smoke", seen_in="TensorFlow-DirectML's DeepCopy copied between buffer regions from "
+        "offset 0 (a constant src_offset/dst_offset) instead of each buffer's Offset()",
+        source="https://github.com/microsoft/tensorflow-directml/pull/247"),
+    Bug("layout-output-written-packed", "stores the output packed row-major from its binding's start, whatever its "
+        "Strides", must_die_on="smoke", seen_in="fused-ssim's kernels indexed a stride-preserving (non-dense) output "
+        "as a dense array: with a permuted input only 288 of 36,864 elements were written where they belong",
+        source="https://github.com/rahul-goel/fused-ssim/pull/44"),
+    Bug("layout-padding-zeroed", "clears the output's whole binding (TotalTensorSizeInBytes from its Offset) "
+        "before storing the elements: gaps between strided elements and the padding become 0", must_die_on="smoke"),
+    Bug("output-read-before-write", "MaxPoolingGrad and ResampleGrad1 add their sums onto what the output's buffer "
+        "held (they never initialise it)", must_die_on="smoke", seen_in="HeCBench's unfold backward kernel "
+        "accumulated with += into a buffer it never initialised", source="https://github.com/ORNL/HeCBench/pull/289"),
+    Bug("in-place-gradient-copied-first", "ClipGrad1 in place copies dY into the output first, then zeroes where X "
+        "is out of range, reading X from the buffer the copy overwrote", must_die_on="smoke"),
+    Bug("in-place-vector-tail-rereads-output", "ClipGrad1 in place works in vectors of 4 and, where the size is no "
+        "multiple of 4, runs the last 4 elements again, reading X where it already stored their outputs",
+        must_die_on="smoke", seen_in=".NET's TensorPrimitives redid the last vector over elements already written; "
+        "with the output aliasing the input it read them back as inputs", source="https://github.com/dotnet/runtime/pull/92820"),
+    Bug("graph-edge-strides-lost", "on the graph path the operator between identity nodes reads its input edges "
+        "packed, losing the graph inputs' Strides", must_die_on="smoke"),
 )
 
 #: Mistakes that no rule accepting the legitimate variants can catch, with the reason (docs/tolerances.md §6).
@@ -810,16 +1007,34 @@ KNOB_OPERATORS: dict[str, frozenset[str]] = {
     "coordinates": frozenset({"RESAMPLE_GRAD1"}),
     "fp16_conversion": frozenset(_SUMMING),
     "pool_gradient_size": frozenset({"MAX_POOLING_GRAD"}),
+    "write_order": _ALL,
+    "output_init": _ALL,
+    "in_place_pass": frozenset({"ELEMENT_WISE_CLIP_GRAD1"}),
 }
+#: Knobs that only change how buffers are met: they show only on cases with whole buffers (`Case.uses_buffers`).
+BUFFER_KNOBS = frozenset({"write_order", "output_init", "in_place_pass"})
 #: Bugs whose code sits in one operator's function, by name prefix; any other bug may show anywhere.
 _BUG_PREFIXES = {"relu-": "ACTIVATION_RELU_GRAD", "clip-": "ELEMENT_WISE_CLIP_GRAD1", "slice-": "SLICE_GRAD",
                  "pool-": "MAX_POOLING_GRAD", "resample-": "RESAMPLE_GRAD1"}
 _BUGS_EVERYWHERE = {"slice-no-zero-fill"}  # `_zeros` serves every operator
+#: The buffer bugs: the operators they can touch, and the path they show on (None: any path with buffers).
+BUFFER_BUGS: dict[str, tuple[frozenset[str], ExecutionPath | None]] = {
+    "layout-input-strides-ignored": (_ALL, None),
+    "layout-offset-ignored": (_ALL, None),
+    "layout-output-written-packed": (_ALL, None),
+    "layout-padding-zeroed": (_ALL, None),
+    "output-read-before-write": (frozenset(_SUMMING), None),
+    "in-place-gradient-copied-first": (frozenset({"ELEMENT_WISE_CLIP_GRAD1"}), ExecutionPath.IN_PLACE),
+    "in-place-vector-tail-rereads-output": (frozenset({"ELEMENT_WISE_CLIP_GRAD1"}), ExecutionPath.IN_PLACE),
+    "graph-edge-strides-lost": (_ALL, ExecutionPath.GRAPH),
+}
 
 
 def operators_affected(knobs: Knobs) -> frozenset[str]:
     """The operators on which this driver can differ from `straight`."""
     if knobs.bug is not None:
+        if knobs.bug in BUFFER_BUGS:
+            return BUFFER_BUGS[knobs.bug][0]
         if knobs.bug == "integer-sums-saturate":
             return frozenset(_SUMMING)
         for prefix, op in _BUG_PREFIXES.items():
@@ -828,6 +1043,28 @@ def operators_affected(knobs: Knobs) -> frozenset[str]:
         return _ALL
     changed = [name for name in KNOB_OPERATORS if name != "bug" and getattr(knobs, name) != getattr(STRAIGHT, name)]
     return frozenset().union(*(KNOB_OPERATORS[name] for name in changed)) if changed else _ALL
+
+
+def in_scope(knobs: Knobs, case: Case) -> bool:
+    """Whether this driver can differ from `straight` on this case: its operators, and for what only changes how
+    buffers are met, a case with whole buffers (on its path)."""
+    if case.op.name not in operators_affected(knobs):
+        return False
+    if knobs.bug is not None:
+        if knobs.bug not in BUFFER_BUGS:
+            return True
+        path = BUFFER_BUGS[knobs.bug][1]
+        return case.uses_buffers and (path is None or case.path is path)
+    if is_buffer_variant(knobs):
+        in_place = knobs.in_place_pass != STRAIGHT.in_place_pass
+        return case.uses_buffers and (not in_place or case.path is ExecutionPath.IN_PLACE)
+    return True
+
+
+def is_buffer_variant(knobs: Knobs) -> bool:
+    """A legitimate driver that differs from `straight` only in how it meets buffers."""
+    changed = {name for name in KNOB_OPERATORS if getattr(knobs, name) != getattr(STRAIGHT, name)}
+    return knobs.bug is None and bool(changed) and changed <= BUFFER_KNOBS
 
 
 def _bug(bug: Bug) -> Knobs:
