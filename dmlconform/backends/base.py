@@ -10,7 +10,7 @@ from dmlconform.backend_info import BackendInfo
 from dmlconform.case import Case, Tensors
 
 # BackendInfo lives low so that result readers need not import backends; it is re-exported here.
-__all__ = ["Backend", "BackendInfo", "BackendOptions", "Outcome", "OutcomeKind"]
+__all__ = ["Backend", "BackendInfo", "BackendOptions", "Outcome", "OutcomeKind", "unexpressed"]
 
 
 class OutcomeKind(Enum):
@@ -51,6 +51,19 @@ class Outcome:
     @classmethod
     def error(cls, message: str) -> Outcome:
         return cls(OutcomeKind.ERROR, message=message)
+
+
+def unexpressed(case: Case, who: str) -> Outcome | None:
+    """NOT_SUPPORTED for a case whose layout or path (contract §9) a backend that runs logical tensors cannot express,
+    naming what: such a backend never runs the packed operator and reports it as this case. None: the case is a packed
+    one on the operator path."""
+    if not case.uses_buffers:
+        return None
+    what = [f"{name}'s " + ", ".join(f"{key} {value}" for key, value in layout.to_dict().items())
+            for name, layout in case.description.layouts.items() if not layout.is_default]
+    if case.path.value != "operator":
+        what.append(f"the {case.path.value} path")
+    return Outcome.not_supported(f"{who} cannot express {' / '.join(what)}: it runs packed tensors on one operator")
 
 
 @dataclass

@@ -18,13 +18,18 @@ case's own rule (`dmlconform.compare.agreement`). Then one verdict, with these d
 A backend that differs where it declares a reading of the case's undocumented behaviour that the case does
 not list among its candidates is *explained* (a documented semantic difference, e.g. PyTorch's max_pool lets
 the last NaN of a window win); the explanation is part of the result.
+
+Memory layouts and execution paths (contract §9) do not change a case's logical answer, which is what is arbitrated
+here: a valid case with a layout (or on another path) is cross-checked on its packed description on the operator path
+(`logical_case`), which every backend can express; `dmlconform run` tests the layout itself. A negative case keeps its
+layout (the layout may be what makes it invalid): a backend that cannot express it says NOT_SUPPORTED and is left out.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import Enum
 from itertools import combinations
@@ -37,6 +42,7 @@ from dmlconform.compare.agreement import agreement
 from dmlconform.feature_levels import HIGHEST
 from dmlconform.runner import backend_outcome
 from dmlconform.runner.judge import judge_outcome
+from dmlconform.surface.paths import ExecutionPath
 from dmlconform.verdicts import behaviour_readings
 
 
@@ -129,7 +135,17 @@ def crosscheck_cases(cases: Sequence[Case], backends: Sequence[Backend], labels:
     return run
 
 
+def logical_case(case: Case) -> Case:
+    """The case as cross-checked: a valid case with a layout or on another path as its packed description on the
+    operator path (the same logical answer); any other case as it is."""
+    if not case.uses_buffers or case.expect_invalid:
+        return case
+    return replace(case, description=replace(case.description, layouts={}), path=ExecutionPath.OPERATOR,
+                   _references={})
+
+
 def crosscheck_case(case: Case, backends: Sequence[Backend], labels: Sequence[str]) -> CaseCrosscheck:
+    case = logical_case(case)
     try:
         return _crosscheck(case, backends, labels)
     finally:
