@@ -1,0 +1,49 @@
+"""`dmlconform run --path` end to end (contract §9): every case on each path that applies, ids with suffixes, the
+per-path summaries in the console, JSON and JUnit; a bad value is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dmlconform.cli import main
+from tests.paths_suite import write_suite
+
+
+@pytest.mark.slow  # ~1 s: worker processes
+def test_run_path_all_runs_each_case_on_each_path_that_applies(tmp_path: Path):
+    suite = write_suite(tmp_path)
+    out = CliRunner().invoke(main, ["run", str(suite), "-k", "not strided", "--path", "all", "--json",
+                                    str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml")],
+                             catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    document = json.loads((tmp_path / "r.json").read_text())
+    assert [(c["id"], c["path"]) for c in document["cases"]] == [
+        ("paths/relu", "operator"), ("paths/clip", "operator"), ("paths/relu@graph", "graph"),
+        ("paths/clip@graph", "graph"), ("paths/clip@in-place", "in-place")]
+    assert document["paths"] == ["operator", "graph", "in-place"]
+    assert document["settings"]["paths"] == ["operator", "graph", "in-place"]
+    assert {name: s["summary"] for name, s in document["path_summary"].items()} == {
+        "operator": {"PASS": 2}, "graph": {"PASS": 2}, "in-place": {"PASS": 1}}
+    assert "paths: operator 2 passed · graph 2 passed · in-place 1 passed" in out.output
+    assert "per path: operator yes (2/2) · graph yes (2/2) · in-place yes (1/1)" in out.output
+    names = {s.get("name"): s.get("tests") for s in ET.parse(tmp_path / "r.xml").getroot().findall("testsuite")}
+    assert names == {"ACTIVATION_RELU_GRAD": "1", "ELEMENT_WISE_CLIP_GRAD1": "1", "ACTIVATION_RELU_GRAD@graph": "1",
+                     "ELEMENT_WISE_CLIP_GRAD1@graph": "1", "ELEMENT_WISE_CLIP_GRAD1@in-place": "1"}
+
+
+def test_the_default_path_is_the_operator_path_and_a_bad_path_is_one_line(tmp_path: Path):
+    suite = write_suite(tmp_path)
+    out = CliRunner().invoke(main, ["run", str(suite), "--json", str(tmp_path / "r.json")], catch_exceptions=False)
+    document = json.loads((tmp_path / "r.json").read_text())
+    assert out.exit_code == 0 and "paths" not in document["settings"] and document["paths"] == ["operator"]
+    assert [c["id"] for c in document["cases"]] == ["paths/relu", "paths/clip", "paths/clip-strided"]
+    assert "paths:" not in out.output
+    bad = CliRunner().invoke(main, ["run", str(suite), "--path", "graph,sideways"])
+    assert bad.exit_code == 2
+    assert bad.output == "dmlconform: error: --path graph,sideways: 'sideways' is not a path (operator, graph, " \
+                         "in-place, or all)\n"
