@@ -18,7 +18,7 @@ from dmlconform.certification import CHECKSUMS, Problem, ProblemKind
 
 #: A package's checksum list holds a line per file; the full tier keeps about 6,000 outputs.
 MAX_CHECKSUMS_BYTES = 64 << 20
-_LINE = re.compile(r"([0-9a-f]{64})  ([A-Za-z0-9._+\-]+(?:/[A-Za-z0-9._+\-]+)*)")
+_LINE = re.compile(r"([0-9a-f]{64})  ([A-Za-z0-9._+@\-]+(?:/[A-Za-z0-9._+@\-]+)*)")
 _CHUNK = 1 << 20
 
 
@@ -56,7 +56,7 @@ def render_checksums(folder: Path) -> str:
         raise ValueError(f"{folder / odd[0]}: a package holds only regular files and folders")
     for relative in files:
         if not _LINE.fullmatch(f"{'0' * 64}  {relative}"):
-            raise ValueError(f"{folder / relative}: a package file name uses only letters, digits and . _ + -")
+            raise ValueError(f"{folder / relative}: a package file name uses only letters, digits and . _ + - @")
     return "".join(f"{file_sha256(folder / relative)}  {relative}\n" for relative in files)
 
 

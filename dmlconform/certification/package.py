@@ -59,6 +59,13 @@ class Claim:
     tier: str
     #: Made on a suite root given with the testing option --suite-root, not on dmlconform's own suites.
     custom_suite: bool = False
+    #: The execution paths every case ran on where it applies (`certify --path`; contract §9).
+    paths: tuple[str, ...] = ("operator",)
+
+    def to_json(self) -> dict[str, Any]:
+        """certification.json's claim; `paths` only where other than the operator path alone (as packages were)."""
+        return {"feature_level": self.level.label, "tier": self.tier,
+                **({"paths": list(self.paths)} if self.paths != ("operator",) else {})}
 
 
 @dataclass
@@ -87,7 +94,7 @@ def certification_document(parts: PackageParts, run: RunResult) -> dict[str, Any
     manifest = parts.manifest
     return {
         "format": FORMAT,
-        "claim": {"feature_level": claim.level.label, "tier": claim.tier},
+        "claim": claim.to_json(),
         "tool": tool_record(),
         "device": backend_json(run.backend),
         "harness_files": parts.harness_files,

@@ -7,10 +7,28 @@ from typing import Any
 
 from dmlconform.case_result import Status
 from dmlconform.run_result import RunResult
-from dmlconform.verdicts import effective_status
+from dmlconform.verdicts import by_path, effective_status
 
 #: Cases listed by name under "not matched"; the rest are counted (results.json has them all).
 LISTED = 50
+
+
+def path_verdict_lines(document: dict[str, Any], run: RunResult) -> list[str]:
+    """Where the claim was made on more than one execution path (contract §9): each path's required cases, matched
+    and waived, and whether that path alone holds at the claimed level."""
+    asked = tuple(document["claim"].get("paths") or ("operator",))
+    groups = by_path(run.results, asked)
+    if len(groups) < 2:
+        return []
+    lines = []
+    for name, group in groups.items():
+        required = [r for r in group if r.required]
+        matched = sum(1 for r in required if effective_status(r).matched)
+        waived = sum(1 for r in required if r.status is Status.WAIVED)
+        holds = "holds" if matched + waived == len(required) else "does not hold"
+        lines.append(f"  {'path ' + name + ':':<22}{matched} of {len(required)} required cases matched; {waived} "
+                     f"waived; {holds} on this path")
+    return lines
 
 
 def render_statement(document: dict[str, Any], run: RunResult) -> str:
@@ -18,7 +36,9 @@ def render_statement(document: dict[str, Any], run: RunResult) -> str:
     tool, suite, waivers = document["tool"], document["suite"], document["waivers"]
     level = claim["feature_level"]
     lines = ["DirectML conformance statement (a dmlconform certification package)", ""]
-    lines.append(f"Claim:    conformant at DirectML feature level {level}, {suite['tier']} tier")
+    paths = claim.get("paths")
+    lines.append(f"Claim:    conformant at DirectML feature level {level}, {suite['tier']} tier"
+                 + (f", on the paths {', '.join(paths)}" if paths else ""))
     known = document.get("known_issues") or {}
     known_waived = sum(len(cases) for cases in (known.get("applied") or {}).values())
     if verdict["certified"]:
@@ -65,6 +85,7 @@ def render_statement(document: dict[str, Any], run: RunResult) -> str:
     lines.append(f"  {verdict['matched']} of {verdict['required']} required cases matched"
                  + (f" ({by_status})" if by_status else "") + f"; {verdict['waived']} waived; "
                  f"{len(verdict['not_matched'])} neither")
+    lines += path_verdict_lines(document, run)
     above = len(run.results) - len(required)
     if above:
         lines.append(f"  {above} case(s) above {level} ran and are not required")

@@ -71,11 +71,14 @@ from dmlconform.runner import default_retries
 from dmlconform.runner.judge import judge_outcome
 from dmlconform.suite.fingerprint import selection_fingerprint
 from dmlconform.suite.shard import MAX_SHARDS, shard_assignment, shard_positions
+from dmlconform.surface.buffers import images_before, write_elements
+from dmlconform.surface.paths import EDGES_SUFFIX, PATH_NAMES
 from dmlconform.verdicts import effective_status
 
 #: Room for a .npy header beside the data an output can hold.
 NPY_HEADER_BYTES = 64 << 10
-_OUTPUT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}")
+#: An output's name; on the graph path also its copy between identity nodes (`...@edges`).
+_OUTPUT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}(?:@edges)?")
 #: Raw statuses that say the backend returned no outputs, and what it did instead.
 _WITHOUT_OUTPUTS = {Status.INVALID_OK: OutcomeKind.REFUSED, Status.PASS: OutcomeKind.REFUSED,
                     Status.FAIL: OutcomeKind.REFUSED, Status.NOT_SUPPORTED: OutcomeKind.NOT_SUPPORTED,
@@ -96,6 +99,8 @@ class OpenedPackage:
     level: FeatureLevel | None = None
     tier: str | None = None
     custom_suite: bool = False
+    #: The execution paths the claim was made on (claim.paths; the operator path alone where it names none).
+    paths: tuple[str, ...] = ("operator",)
 
 
 @dataclass
@@ -155,6 +160,13 @@ def open_package(folder: Path) -> OpenedPackage:
     else:
         opened.tier = tier
     opened.custom_suite = suite.get("custom_root") is True
+    paths = claim.get("paths", ["operator"])
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p in PATH_NAMES for p in paths) \
+            or list(paths) != [name for name in PATH_NAMES if name in paths]:
+        problems.append(_invalid(CERTIFICATION, f"field claim.paths: {paths!r} is not a list of execution paths "
+                                                f"({', '.join(PATH_NAMES)}) in that order"))
+    else:
+        opened.paths = tuple(paths)
     return opened
 
 
@@ -408,7 +420,7 @@ class _Check:
         outputs = self.read_outputs(case, result, where, referenced)
         if outputs is None:
             return
-        fresh = judge_outcome(case, self.outcome(result, outputs), self.level)
+        fresh = judge_outcome(case, self.outcome(result, outputs, case), self.level)
         case.forget_references()
         recorded, again = effective_status(result), effective_status(fresh)
         source = ("its outputs in the package" if outputs else
@@ -479,8 +491,21 @@ class _Check:
         return outputs
 
     @staticmethod
-    def outcome(result: CaseResult, outputs: dict[str, np.ndarray]) -> Outcome:
-        """What the backend did, as the package records it: its outputs, or (none kept) what its status says."""
+    def outcome(result: CaseResult, outputs: dict[str, np.ndarray], case: Case | None = None) -> Outcome:
+        """What the backend did, as the package records it: its outputs, or (none kept) what its status says. A case
+        run with whole buffers (a layout, the graph or in-place path) gets them back with each kept output written
+        where its layout puts it; the bytes around them are not kept, so a recorded stray write is not re-derived."""
+        if outputs and case is not None and case.uses_buffers:
+            binding = case.binding
+            images = {name: bytearray(image) for name, image in
+                      images_before(case.description, binding, case.inputs).items()}
+            for image, buffer in binding.output_buffers().items():
+                if image not in outputs:
+                    return Outcome.ran(outputs)  # judged as it is: the missing output is an ERROR
+                base = image.removesuffix(EDGES_SUFFIX)
+                layout = case.description.layout(buffer.removesuffix(EDGES_SUFFIX))
+                write_elements(case.description.tensors[base], layout, images[buffer], outputs[image])
+            return Outcome.ran_buffers({name: bytes(image) for name, image in images.items()})
         if outputs:
             return Outcome.ran(outputs)
         raw = effective_status(result)

@@ -20,7 +20,9 @@ from dmlconform.cli.common import (
     fail,
     known_issue_choice,
     make_console,
+    parse_path_option,
     parse_shard_option,
+    path_option,
 )
 
 if TYPE_CHECKING:
@@ -72,12 +74,13 @@ if TYPE_CHECKING:
               type=click.Path(path_type=Path, dir_okay=False),
               help="A known-issue list of your own (a private DirectML build's) instead of the one this dmlconform "
               "ships; `verify --known-issues-file` must be given it too.")
+@path_option
 @directml_options
 def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | None, tier_name: str,
             backend_name: str | None, harness: str | None, harness_files: tuple[Path, ...], timeout_s: float, ep: str,
             device: str, variant: str | None, waivers_path: Path | None, jobs: int, shard_text: str | None,
             merge: bool, failures_shown: int, suite_root: Path | None, known_issues: str,
-            known_issues_file: Path | None, directml: str | None,
+            known_issues_file: Path | None, path_text: str, directml: str | None,
             directml_version: str | None, adapter: str | None, warp: bool, session_config: tuple[str, ...],
             program_options: tuple[str, ...]) -> None:
     """Run the certification suite for a claimed feature level and write a certification package.
@@ -88,7 +91,8 @@ def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | No
     if merge:
         given = {"--level": level_text, "--backend": backend_name, "--waivers": waivers_path, "--shard": shard_text,
                  "--known-issues-file": known_issues_file,
-                 "--suite-root": suite_root, "--harness": harness}
+                 "--suite-root": suite_root, "--harness": harness,
+                 "--path": path_text if path_text != "operator" else None}
         extra = [name for name, value in given.items() if value is not None]
         if extra or harness_files:
             fail(f"--merge takes shard packages only; {', '.join(extra or ['--harness-file'])} came with the shards")
@@ -115,7 +119,7 @@ def certify(shard_packages: tuple[Path, ...], output: Path, level_text: str | No
                                  directml=directml, directml_version=directml_version, adapter=adapter, warp=warp,
                                  session_config=check_session_config(session_config), program_options=program_options)
         status = _certify(stop, output, level_text, tier_name, backend_name, options, harness_files, waivers_path,
-                          jobs, shard_text, failures_shown, suite_root, known_issues, known_issues_file)
+                          jobs, shard_text, failures_shown, suite_root, known_issues, known_issues_file, path_text)
     finally:
         stop.restore()
     sys.exit(status)
@@ -157,7 +161,7 @@ def _command(values: list[tuple[str, Any]]) -> list[str]:
 def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_name: str, options: BackendOptions,
              harness_files: tuple[Path, ...], waivers_path: Path | None, jobs: int, shard_text: str | None,
              failures_shown: int, suite_root: Path | None, known_issues: str,
-             known_issues_file: Path | None) -> int:
+             known_issues_file: Path | None, path_text: str = "operator") -> int:
     from dmlconform.certification import OUTPUTS, RESULTS
     from dmlconform.certification.environment import environment_record, file_digests
     from dmlconform.certification.known_issues import apply_known_issues
@@ -170,6 +174,7 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     level = parse_level(level_text)
     assert level is not None
     shard = parse_shard_option(shard_text)
+    execution_paths = parse_path_option(path_text)
     waivers, waivers_raw = _load_waivers(waivers_path)
     choice = known_issue_choice(known_issues, known_issues_file, None)
     for path in harness_files:
@@ -180,7 +185,7 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
     _fresh_folder(output)
     request = RunRequest((suite_root,) if suite_root else (), backend_name, options, level, None, tier_name, jobs,
                          shard, keep=KeepOutputs.ALL, artifacts_dir=output / OUTPUTS, result_file=output / RESULTS,
-                         durable_artifacts=False)
+                         durable_artifacts=False, execution_paths=execution_paths)
     console = make_console()
     run = execute(request, stop, console)
     device_identity = DeviceIdentity.of(run.backend)
@@ -204,8 +209,10 @@ def _certify(stop: Any, output: Path, level_text: str, tier_name: str, backend_n
                         ("--program-option", options.program_options), ("--waivers", waivers_path),
                         ("--known-issues", known_issues if known_issues != "on" else None),
                         ("--known-issues-file", known_issues_file),
+                        ("--path", ",".join(p.value for p in execution_paths) if len(execution_paths) > 1
+                         or execution_paths[0].value != "operator" else None),
                         ("--jobs", jobs), ("--shard", shard_text), ("--suite-root", suite_root), ("-o", output)])
-    claim = Claim(level, tier_name, suite_root is not None)
+    claim = Claim(level, tier_name, suite_root is not None, tuple(p.value for p in execution_paths))
     parts = PackageParts(claim, environment_record(run.backend, files, command), _manifest(run, tier_name, suite_root),
                          "", command, files, waivers, waivers_raw, applied)
     _package(output, run, parts, console, failures_shown)

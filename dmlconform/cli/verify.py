@@ -115,7 +115,10 @@ def _shipped(opened: OpenedPackage, suite_root: Path | None) -> Shipped:
 
     assert opened.tier is not None
     paths = (suite_root,) if suite_root is not None else ()
-    cases = load_cases(paths, None, opened.tier, parallel_parser(default_helpers()))
+    from dmlconform.surface.paths import ExecutionPath
+
+    cases = load_cases(paths, None, opened.tier, parallel_parser(default_helpers()),
+                       execution_paths=tuple(ExecutionPath(name) for name in opened.paths))
     name = f"dmlconform {__version__}'s {opened.tier} tier" + (f" (stand-in {suite_root})" if suite_root else "")
     shipped = Shipped(cases, suite_files(suite_roots(opened.tier, suite_root)), name)
     if opened.custom_suite and suite_root is None:
