@@ -292,3 +292,63 @@ def test_a_name_with_a_line_break_gives_a_one_line_error() -> None:
     with pytest.raises(ProtocolError, match=r"outputs\.OutputGradientT\\nsor: not an output") as caught:
         decode_result(frame, "s/c", {"OutputGradientTensor": TensorDesc(DataType.FLOAT32, (1,))})
     assert "\n" not in str(caught.value)
+
+
+# -- requests with buffers (docs/native-harness.md: layouts, graphs, in place) ---------------------------------------
+def _clip_case(path: str) -> Case:
+    from dmlconform.surface.layout import TensorLayout
+    from dmlconform.surface.paths import ExecutionPath
+
+    op = find_operator("ELEMENT_WISE_CLIP_GRAD1")
+    desc = TensorDesc(DataType.FLOAT32, (2, 3))
+    description = Description(op, {"Min": np.float32(-1), "Max": np.float32(1)},
+                              dict.fromkeys(op.tensors, desc), {"InputTensor": TensorLayout((1, 2), None, 16)})
+    inputs = {"InputTensor": np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3),
+              "InputGradientTensor": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    expected = op.reference(description, inputs).outputs
+    case = Case("s", "c", __import__("pathlib").Path("s.yaml"), description, inputs, expected=expected)
+    on_path = case.on_path(ExecutionPath(path))
+    assert on_path is not None
+    return on_path
+
+
+@pytest.mark.parametrize("path", ["operator", "graph", "in-place"])
+def test_a_buffers_request_round_trips_layouts_images_and_aliases(path: str) -> None:
+    from dmlconform.surface.buffers import images_before
+
+    case = _clip_case(path)
+    before = images_before(case.description, case.binding, case.inputs)
+    frame = read_back(protocol.encode_buffers_request(case.full_id, case.description, path, case.binding, before))
+    request = protocol.decode_run_request(frame)
+    assert request.buffers and request.path == path and request.images == before
+    assert request.layouts["InputTensor"].strides == (1, 2) and request.layouts["InputTensor"].offset == 16
+    assert request.aliases == ({"OutputGradientTensor": "InputTensor"} if path == "in-place" else {})
+    reply = read_back(protocol.encode_result(case.full_id, "ok", images=before))
+    sizes = {name: len(image) for name, image in before.items()}
+    assert protocol.decode_result(reply, case.full_id, {}, sizes).images == before
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    (lambda h: h["inputs"][0].update(BindingOffset=8), "BindingOffset must be a non-negative multiple of 16"),
+    (lambda h: h["inputs"][0].update(Strides=[1]), "Strides must be 2 UINTs"),
+    (lambda h: h["inputs"][0].update(nbytes=10**9), "outside the"),
+    (lambda h: h.update(path="sideways"), "'path' 'sideways'"),
+    (lambda h: h.pop("edges"), "'edges' comes with the graph path"),
+])
+def test_a_malformed_buffers_request_is_refused_naming_the_field(change: object, words: str) -> None:
+    from dmlconform.surface.buffers import images_before
+
+    case = _clip_case("graph")
+    before = images_before(case.description, case.binding, case.inputs)
+    frame = read_back(protocol.encode_buffers_request(case.full_id, case.description, "graph", case.binding, before))
+    change(frame.header)  # type: ignore[operator]
+    with pytest.raises(ProtocolError, match=words.replace("(", r"\(")):
+        protocol.decode_run_request(frame)
+
+
+def test_a_reply_with_a_short_or_missing_buffer_is_refused() -> None:
+    reply = read_back(protocol.encode_result("s/c", "ok", images={"InputTensor": b"\0" * 32}))
+    with pytest.raises(ProtocolError, match="32 bytes, but the buffer sent had 48"):
+        protocol.decode_result(reply, "s/c", {}, {"InputTensor": 48})
+    with pytest.raises(ProtocolError, match="OutputGradientTensor missing"):
+        protocol.decode_result(reply, "s/c", {}, {"InputTensor": 32, "OutputGradientTensor": 32})

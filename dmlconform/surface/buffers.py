@@ -189,7 +189,8 @@ def read_back(desc: Layouts, binding: Binding, before: Mapping[str, bytes], afte
         return ReadBack({}, [], problem)
     outputs = {}
     for image, buffer in binding.output_buffers().items():
-        outputs[image] = read_elements(desc.tensors[_base(image)], desc.layout(_base(image)), after[buffer])
+        # In place, the output lies in its input's buffer as that input does.
+        outputs[image] = read_elements(desc.tensors[_base(image)], desc.layout(_base(buffer)), after[buffer])
     stray: list[StrayWrite] = []
     aliased = set(binding.aliases.values())
     for name in binding.buffers():
@@ -227,5 +228,5 @@ def images_after(desc: Layouts, binding: Binding, before: Mapping[str, bytes],
     after = {name: bytearray(image) for name, image in before.items() if name in binding.buffers()}
     for image, buffer in binding.output_buffers().items():
         base = image.removesuffix(EDGES_SUFFIX)
-        write_elements(desc.tensors[base], desc.layout(base), after[buffer], outputs[base])
+        write_elements(desc.tensors[base], desc.layout(_base(buffer)), after[buffer], outputs[base])
     return {name: bytes(image) for name, image in after.items()}

@@ -181,3 +181,22 @@ def test_exit_descriptions() -> None:
     assert describe_exit(0xC0000005) == "exit code 0xC0000005"
     if sys.platform != "win32":
         assert describe_exit(-11) == "killed by SIGSEGV (11)"
+
+
+def test_layouts_and_paths_run_through_the_python_harness_and_are_declined_where_a_hello_does_not_offer_them() -> None:
+    import dataclasses
+
+    from dmlconform.feature_levels import HIGHEST
+    from dmlconform.runner import run_case
+    from tests.test_harness_protocol import _clip_case
+
+    backend = NativeBackend(HARNESS, 30)
+    try:
+        for path in ("operator", "graph", "in-place"):
+            result = run_case(_clip_case(path), backend, HIGHEST)
+            assert result.status is Status.PASS and result.path == path and not result.stray_writes, result.message
+        backend.hello = dataclasses.replace(backend.hello, layouts=False, paths=frozenset({"operator"}))
+        result = run_case(_clip_case("graph"), backend, HIGHEST)
+        assert result.status is Status.NOT_SUPPORTED and "offers no memory layouts" in result.message
+    finally:
+        backend.close()
