@@ -62,6 +62,8 @@ def freeze(spec: CaseSpec, npz: str) -> FrozenCase:
 
     def stored(key: str, tensor: TensorSpec, array: np.ndarray | None) -> dict[str, Any]:
         entry: dict[str, Any] = {"dtype": tensor.dtype.name, "shape": list(tensor.shape)}
+        if tensor.layout is not None:
+            entry |= tensor.layout.to_dict()
         if tensor.generate is not None:
             entry["generate"] = dict(tensor.generate)
         elif array is not None:
@@ -111,7 +113,9 @@ def _describe(op: Operator, spec: CaseSpec) -> Description:
         params = op.parse_params(spec.params, spec.output.dtype)
     except ParamError as exc:
         raise GenerationError(f"case {spec.id}: params.{exc}") from None
-    return Description(op, params, tensors)
+    layouts = {name: t.layout for name, t in (*spec.inputs.items(), (op.outputs[0], spec.output))
+               if t.layout is not None and not t.layout.is_default}
+    return Description(op, params, tensors, layouts)
 
 
 def _check_rules(op: Operator, description: Description, spec: CaseSpec) -> None:
@@ -218,6 +222,13 @@ def _check_inputs(spec: CaseSpec, inputs: dict[str, np.ndarray]) -> None:
     gradient = inputs.get("InputGradientTensor")
     if gradient is None:
         return
+    layout = spec.inputs["InputGradientTensor"].layout
+    if layout is not None and layout.strides is not None:
+        # A broadcast gradient (a stride of 0) holds one value along that dimension: its distinct values are those
+        # of one slice.
+        for axis, stride in enumerate(layout.strides):
+            if stride == 0:
+                gradient = np.take(gradient, [0], axis=axis)
     values = gradient.ravel()
     distinct = np.unique(values.view(DataType.from_numpy(values.dtype).bits_dtype)).size
     if distinct < min(values.size, DISTINCT_GRADIENTS):

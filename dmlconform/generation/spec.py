@@ -8,18 +8,21 @@ from typing import Any
 import numpy as np
 
 from dmlconform.dtypes import DataType
+from dmlconform.surface.layout import TensorLayout
 
 
 @dataclass(frozen=True)
 class TensorSpec:
     """A tensor's data type and sizes, and its data: an array (stored in the suite's .npz) or a `generate:` spec
     (re-created by the loader, for large inputs that need no hand-picked values). Neither for a negative case's
-    output."""
+    output. `layout`: how its elements lie in memory (contract §9; None: packed), written as the suite's `strides`,
+    `total_bytes` and `offset` keys; the data stays the logical tensor."""
 
     dtype: DataType
     shape: tuple[int, ...]
     array: np.ndarray | None = None
     generate: dict[str, Any] | None = None
+    layout: TensorLayout | None = None
 
 
 #: Candidate answers that are not reference variants, computed by the freezer (freeze.SPECIAL_ANSWERS).

@@ -54,7 +54,7 @@ def measure(model: OperatorModel, sites: Iterable[Site], cases: int,
     for order in ORDERS:
         rows = []
         for interaction in model.interactions(order):
-            possible = frozenset(model.project(model.universe, interaction))
+            possible = model.possible(interaction)
             covered = frozenset(model.project(seen | maybe if model.counts_for_refusable(interaction) else seen,
                                               interaction))
             impossible = covered - possible

@@ -23,7 +23,7 @@ def models() -> dict[str, OperatorModel]:
 
 def case_sites(model: OperatorModel, case: Case) -> set[Site]:
     shape = case.description.tensors[case.op.outputs[0]].shape
-    return model.sites(case.description.params, case.inputs, tuple(shape))
+    return model.layout_sites(case.description.params, case.inputs, tuple(shape), case.description.layouts)
 
 
 def cases_coverage(cases: Iterable[Case]) -> list[OperatorCoverage]:

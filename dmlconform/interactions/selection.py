@@ -38,7 +38,9 @@ _POSSIBLE: dict[tuple[int, tuple[int, ...]], frozenset[Combination]] = {}
 def possible(model: OperatorModel, orders: Sequence[int]) -> frozenset[Combination]:
     key = (id(model), tuple(orders))
     if key not in _POSSIBLE:
-        _POSSIBLE[key] = frozenset(combinations(model, model.universe, orders))
+        _POSSIBLE[key] = frozenset((position, order, values) for order in orders
+                                   for position, interaction in enumerate(model.interactions(order))
+                                   for values in model.possible(interaction))
     return _POSSIBLE[key]
 
 

@@ -25,34 +25,58 @@ from dmlconform.generation.families.common import Plan
 from dmlconform.generation.freeze import Rejected, freeze
 from dmlconform.generation.spec import REFUSED, CaseSpec
 from dmlconform.interactions.coverage import goal_orders
-from dmlconform.interactions.model import OperatorModel
+from dmlconform.interactions.model import LAYOUT_FEATURE, OperatorModel
 from dmlconform.interactions.registry import models
 from dmlconform.interactions.selection import Combination, choose, combinations, possible
 from dmlconform.suite.tiers import Tier
 
 #: Draws a candidate: (family, draw, candidate index, case id) -> a case.
 Candidate = Callable[[Family, Draw, int, str], CaseSpec]
+#: Whether a family's goal takes a combination (the model, the combination).
+Wanted = Callable[[OperatorModel, "Combination"], bool]
 
 
 def spec_sites(model: OperatorModel, spec: CaseSpec) -> set:
+    """The case's full sites (the operator's features and the layout)."""
     arrays = {name: tensor.array for name, tensor in spec.inputs.items()}
     if any(array is None for array in arrays.values()):
         raise GenerationError(f"case {spec.id}: a pairwise candidate needs its inputs as arrays")
-    return model.sites(spec.params, arrays, spec.output.shape)
+    layouts = {name: tensor.layout for name, tensor in (*spec.inputs.items(), (model_output(model), spec.output))
+               if tensor.layout is not None}
+    return model.layout_sites(spec.params, arrays, spec.output.shape, layouts)  # type: ignore[arg-type]
+
+
+def model_output(model: OperatorModel) -> str:
+    from dmlconform.ops import find_operator
+
+    return find_operator(model.op).outputs[0]
+
+
+def packed_goal(model: OperatorModel, combination: Combination) -> bool:
+    """The operator pairwise families' goal: every combination of the operator's own features, but the (data type,
+    rank) pairs (`_cells_pair`); the layout's are the layout families' (generation/families/layout.py)."""
+    return not _cells_pair(model, combination) and not has_layout(model, combination)
+
+
+def has_layout(model: OperatorModel, combination: Combination) -> bool:
+    position, order, _ = combination
+    return LAYOUT_FEATURE.name in model.interactions(order)[position].features
 
 
 _CHOICES: dict[tuple, tuple[tuple[CaseSpec, ...], tuple[CaseSpec, ...]]] = {}
 
 
-def choices(family: Family, candidate: Candidate) -> tuple[tuple[CaseSpec, ...], tuple[CaseSpec, ...]]:
+def choices(family: Family, candidate: Candidate,
+            wanted: Wanted = packed_goal) -> tuple[tuple[CaseSpec, ...], tuple[CaseSpec, ...]]:
     """The smoke tier's cases, and the ones the standard tier adds."""
-    key = (family.file, family.name, family.seed, family.setting("candidates", int), candidate)
+    key = (family.file, family.name, family.seed, family.setting("candidates", int), candidate, wanted)
     if key not in _CHOICES:
-        _CHOICES[key] = _choose(family, candidate)
+        _CHOICES[key] = _choose(family, candidate, wanted)
     return _CHOICES[key]
 
 
-def _choose(family: Family, candidate: Candidate) -> tuple[tuple[CaseSpec, ...], tuple[CaseSpec, ...]]:
+def _choose(family: Family, candidate: Candidate,
+            wanted: Wanted) -> tuple[tuple[CaseSpec, ...], tuple[CaseSpec, ...]]:
     model = models()[family.op.name]
     count = family.setting("candidates", int)
     specs = [candidate(family, Draw(family.seed, index), index, f"{family.name}-c{index}") for index in range(count)]
@@ -73,7 +97,7 @@ def _choose(family: Family, candidate: Candidate) -> tuple[tuple[CaseSpec, ...],
     covered: set[Combination] = set()
     for tier in (Tier.SMOKE, Tier.STANDARD):
         goal = {combination for combination in possible(model, goal_orders(tier.value)) - covered
-                if not _cells_pair(model, combination)}
+                if wanted(model, combination)}
         picks, missing = choose(covers, goal, acceptable)
         if missing:
             shown = ", ".join(str(values) for _, _, values in sorted(missing)[:5])
@@ -93,11 +117,16 @@ def _cells_pair(model: OperatorModel, combination: Combination) -> bool:
     return order == 2 and model.interactions(2)[position].features == ("dtype", "rank")
 
 
-def pairwise_plans(candidate: Candidate) -> Callable[[Family, Tier], Iterator[Plan]]:
+def pairwise_plans(candidate: Candidate, wanted: Wanted = packed_goal,
+                   label: Callable[[CaseSpec], str] | None = None) -> Callable[[Family, Tier], Iterator[Plan]]:
+    """The plans of a pairwise family over `candidate`'s cases, for the combinations `wanted` takes; a case's id is
+    `<family>-<position>-<label>` (label: the data type and rank, unless given)."""
+    label = label or _label
+
     def plans(family: Family, tier: Tier) -> Iterator[Plan]:
         if tier is Tier.FULL:
             return  # the standard tier's choice already covers every possible combination
-        smoke, standard = choices(family, candidate)
+        smoke, standard = choices(family, candidate, wanted)
         for step, chosen in ((Tier.SMOKE, len(smoke)), (Tier.STANDARD, len(smoke) + len(standard))):
             cap = family.counts.get(step, 0)
             if chosen > cap:
@@ -105,7 +134,7 @@ def pairwise_plans(candidate: Candidate) -> Callable[[Family, Tier], Iterator[Pl
                                    f"{cap} allowed: raise the cap if the growth is wanted")
         first = 0 if tier is Tier.SMOKE else len(smoke)
         for position, spec in enumerate(smoke if tier is Tier.SMOKE else standard, start=first):
-            case_id = f"{family.name}-{position:03d}-{_label(spec)}"
+            case_id = f"{family.name}-{position:03d}-{label(spec)}"
             named = replace(spec, id=case_id)
             yield Plan(case_id, (position,), lambda draw, named=named: named)
 
