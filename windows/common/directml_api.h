@@ -35,6 +35,7 @@ __CRT_UUID_DECL(IDMLCompiledOperator, 0x6b15e56a, 0xbf5c, 0x4902, 0x92, 0xd8, 0x
 __CRT_UUID_DECL(IDMLOperatorInitializer, 0x427c1113, 0x435c, 0x469c, 0x86, 0x76, 0x4d, 0x5d, 0xd0, 0x72, 0xf8, 0x13)
 __CRT_UUID_DECL(IDMLBindingTable, 0x29c687dc, 0xde74, 0x4e3b, 0xab, 0x00, 0x11, 0x68, 0xf2, 0xfc, 0x3c, 0xfc)
 __CRT_UUID_DECL(IDMLCommandRecorder, 0xe6857a76, 0x2e3e, 0x4fdd, 0xbf, 0xf4, 0x5d, 0x2b, 0xa1, 0x0f, 0xb4, 0x53)
+__CRT_UUID_DECL(IDMLDevice1, 0xa0884f9a, 0xd2be, 0x4355, 0xaa, 0x5d, 0x59, 0x01, 0x28, 0x1a, 0xd1, 0xd2)
 #endif
 
 #else  // own declarations for mingw-w64
@@ -79,9 +80,11 @@ struct DML_TENSOR_DESC {
     const void* Desc;
 };
 
-// Only the five operators in scope; their positions in the header's DML_OPERATOR_TYPE enum.
+// Only the five operators in scope, and the identity the graph path puts around them; their positions in the
+// header's DML_OPERATOR_TYPE enum.
 enum DML_OPERATOR_TYPE {
     DML_OPERATOR_INVALID = 0,
+    DML_OPERATOR_ELEMENT_WISE_IDENTITY = 1,     // the enum's first operator
     DML_OPERATOR_ACTIVATION_RELU_GRAD = 129,    // #if DML_TARGET_VERSION >= 0x3000 block
     DML_OPERATOR_MAX_POOLING_GRAD = 131,        // same block
     DML_OPERATOR_SLICE_GRAD = 135,              // same block
@@ -110,6 +113,17 @@ union DML_SCALAR_UNION {
 struct DML_OPERATOR_DESC {
     DML_OPERATOR_TYPE Type;
     const void* Desc;
+};
+
+struct DML_SCALE_BIAS {
+    FLOAT Scale;
+    FLOAT Bias;
+};
+
+struct DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC {
+    const DML_TENSOR_DESC* InputTensor;
+    const DML_TENSOR_DESC* OutputTensor;
+    const DML_SCALE_BIAS* ScaleBias;  // may be null
 };
 
 struct DML_ACTIVATION_RELU_GRAD_OPERATOR_DESC {
@@ -291,12 +305,79 @@ struct IDMLCommandRecorder : public IDMLDeviceChild {
                                                   IDMLBindingTable* bindings) = 0;
 };
 
+// The graph (DML_TARGET_VERSION >= 0x2100 block at the header's end).
+enum DML_GRAPH_EDGE_TYPE {
+    DML_GRAPH_EDGE_TYPE_INVALID = 0,
+    DML_GRAPH_EDGE_TYPE_INPUT = 1,
+    DML_GRAPH_EDGE_TYPE_OUTPUT = 2,
+    DML_GRAPH_EDGE_TYPE_INTERMEDIATE = 3,
+};
+
+struct DML_GRAPH_EDGE_DESC {
+    DML_GRAPH_EDGE_TYPE Type;
+    const void* Desc;
+};
+
+struct DML_INPUT_GRAPH_EDGE_DESC {
+    UINT GraphInputIndex;
+    UINT ToNodeIndex;
+    UINT ToNodeInputIndex;
+    const char* Name;
+};
+
+struct DML_OUTPUT_GRAPH_EDGE_DESC {
+    UINT FromNodeIndex;
+    UINT FromNodeOutputIndex;
+    UINT GraphOutputIndex;
+    const char* Name;
+};
+
+struct DML_INTERMEDIATE_GRAPH_EDGE_DESC {
+    UINT FromNodeIndex;
+    UINT FromNodeOutputIndex;
+    UINT ToNodeIndex;
+    UINT ToNodeInputIndex;
+    const char* Name;
+};
+
+enum DML_GRAPH_NODE_TYPE { DML_GRAPH_NODE_TYPE_INVALID = 0, DML_GRAPH_NODE_TYPE_OPERATOR = 1 };
+
+struct DML_GRAPH_NODE_DESC {
+    DML_GRAPH_NODE_TYPE Type;
+    const void* Desc;
+};
+
+struct DML_OPERATOR_GRAPH_NODE_DESC {
+    IDMLOperator* Operator;
+    const char* Name;
+};
+
+struct DML_GRAPH_DESC {
+    UINT InputCount;
+    UINT OutputCount;
+    UINT NodeCount;
+    const DML_GRAPH_NODE_DESC* Nodes;
+    UINT InputEdgeCount;
+    const DML_GRAPH_EDGE_DESC* InputEdges;
+    UINT OutputEdgeCount;
+    const DML_GRAPH_EDGE_DESC* OutputEdges;
+    UINT IntermediateEdgeCount;
+    const DML_GRAPH_EDGE_DESC* IntermediateEdges;
+};
+
+// IDMLDevice's slots 7-16, then CompileGraph at 17.
+struct IDMLDevice1 : public IDMLDevice {
+    virtual HRESULT STDMETHODCALLTYPE CompileGraph(const DML_GRAPH_DESC* desc, DML_EXECUTION_FLAGS flags,
+                                                   REFIID riid, void** ppv) = 0;
+};
+
 // IIDs: the DML_DECLARE_INTERFACE("...") strings of the header.
 static const GUID DMLH_IID_IDMLDevice = {0x6dbd6437, 0x96fd, 0x423f, {0xa9, 0x8c, 0xae, 0x5e, 0x7c, 0x2a, 0x57, 0x3f}};
 static const GUID DMLH_IID_IDMLOperator = {0x26caae7a, 0x3081, 0x4633, {0x95, 0x81, 0x22, 0x6f, 0xbe, 0x57, 0x69, 0x5d}};
 static const GUID DMLH_IID_IDMLCompiledOperator = {0x6b15e56a, 0xbf5c, 0x4902, {0x92, 0xd8, 0xda, 0x3a, 0x65, 0x0a, 0xfe, 0xa4}};
 static const GUID DMLH_IID_IDMLOperatorInitializer = {0x427c1113, 0x435c, 0x469c, {0x86, 0x76, 0x4d, 0x5d, 0xd0, 0x72, 0xf8, 0x13}};
 static const GUID DMLH_IID_IDMLBindingTable = {0x29c687dc, 0xde74, 0x4e3b, {0xab, 0x00, 0x11, 0x68, 0xf2, 0xfc, 0x3c, 0xfc}};
+static const GUID DMLH_IID_IDMLDevice1 = {0xa0884f9a, 0xd2be, 0x4355, {0xaa, 0x5d, 0x59, 0x01, 0x28, 0x1a, 0xd1, 0xd2}};
 static const GUID DMLH_IID_IDMLCommandRecorder = {0xe6857a76, 0x2e3e, 0x4fdd, {0xbf, 0xf4, 0x5d, 0x2b, 0xa1, 0x0f, 0xb4, 0x53}};
 #define DMLH_IID(name) DMLH_IID_##name
 

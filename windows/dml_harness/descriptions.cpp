@@ -35,7 +35,15 @@ static_assert(offsetof(DML_RESAMPLE_GRAD1_OPERATOR_DESC, DimensionCount) == 24, 
 static_assert(offsetof(DML_RESAMPLE_GRAD1_OPERATOR_DESC, OutputPixelOffsets) == 48, "RESAMPLE_GRAD1 layout");
 static_assert(sizeof(DML_BINDING_PROPERTIES) == 24, "DML_BINDING_PROPERTIES layout");
 static_assert(sizeof(DML_BINDING_TABLE_DESC) == 32, "DML_BINDING_TABLE_DESC layout");
+static_assert(sizeof(DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC) == 24, "ELEMENT_WISE_IDENTITY layout");
+static_assert(sizeof(DML_INPUT_GRAPH_EDGE_DESC) == 24 && sizeof(DML_OUTPUT_GRAPH_EDGE_DESC) == 24 &&
+              sizeof(DML_INTERMEDIATE_GRAPH_EDGE_DESC) == 24, "graph edge layouts");
+static_assert(sizeof(DML_GRAPH_DESC) == 72 && offsetof(DML_GRAPH_DESC, IntermediateEdges) == 64, "DML_GRAPH_DESC layout");
+static_assert(sizeof(DML_OPERATOR_GRAPH_NODE_DESC) == 16, "DML_OPERATOR_GRAPH_NODE_DESC layout");
 #endif
+static_assert(DML_OPERATOR_ELEMENT_WISE_IDENTITY == 1, "DML_OPERATOR_ELEMENT_WISE_IDENTITY");
+static_assert(DML_GRAPH_EDGE_TYPE_INPUT == 1 && DML_GRAPH_EDGE_TYPE_OUTPUT == 2 &&
+              DML_GRAPH_EDGE_TYPE_INTERMEDIATE == 3 && DML_GRAPH_NODE_TYPE_OPERATOR == 1, "graph enums");
 
 // ---------------------------------------------------------------------------------------------
 // Tensors and params.
@@ -111,6 +119,26 @@ bool read_tensor(const JValue& entry, const std::vector<uint8_t>& payload, bool 
     t.desc.Type = DML_TENSOR_TYPE_BUFFER;
     t.desc.Desc = &t.buffer;
     return true;
+}
+
+void packed_copy(const Tensor& t, Tensor& packed) {
+    packed.name = t.name;
+    packed.dtype = t.dtype;
+    packed.sizes = t.sizes;
+    packed.data = nullptr;
+    packed.nbytes = t.nbytes;
+    packed.strides.clear();
+    packed.binding_offset = 0;
+    memset(&packed.buffer, 0, sizeof packed.buffer);
+    packed.buffer.DataType = DML_TENSOR_DATA_TYPE(packed.dtype);
+    packed.buffer.Flags = DML_TENSOR_FLAG_NONE;
+    packed.buffer.DimensionCount = UINT(packed.sizes.size());
+    packed.buffer.Sizes = packed.sizes.empty() ? nullptr : packed.sizes.data();
+    packed.buffer.Strides = nullptr;
+    packed.buffer.TotalTensorSizeInBytes =
+        packed.nbytes > UINT64_MAX - 3 ? UINT64_MAX : (packed.nbytes + 3) & ~uint64_t(3);
+    packed.desc.Type = DML_TENSOR_TYPE_BUFFER;
+    packed.desc.Desc = &packed.buffer;
 }
 
 // Parameter decoding. Each returns false with `bad` filled: "error" for a malformed request,

@@ -17,6 +17,8 @@ struct Tensor {
     std::vector<UINT> sizes;
     const uint8_t* data = nullptr;  // inputs
     uint64_t nbytes = 0;            // product(Sizes) x element size (saturated)
+    std::vector<UINT> strides;      // the request's Strides (bound_case.h); empty: packed, buffer.Strides null
+    uint64_t binding_offset = 0;    // DML_BUFFER_BINDING::Offset (bound_case.h); 0 for packed cases
     DML_BUFFER_TENSOR_DESC buffer;
     DML_TENSOR_DESC desc;
 };
@@ -24,6 +26,10 @@ struct Tensor {
 // Reads a tensor entry into t; on a problem fills `bad` (status + message) and returns false.
 bool read_tensor(const dmlh::JValue& entry, const std::vector<uint8_t>& payload, bool with_data, Tensor& t,
                  Reply& bad);
+
+// `packed` as `t` would be sent today: same name, DataType and Sizes, packed (Strides null, TotalTensorSizeInBytes as
+// DMLCalcBufferTensorSize), bound at offset 0: the graph path's intermediate edges.
+void packed_copy(const Tensor& t, Tensor& packed);
 
 // The operator description with the storage it points into.
 struct OpDesc {

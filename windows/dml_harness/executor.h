@@ -29,9 +29,13 @@ struct CaseBuffer {
     D3D12_RESOURCE_STATES state = D3D12_RESOURCE_STATE_COMMON;
 };
 
+// The most buffer images one request binds (bound_run.h): two inputs, an output and its graph copy, with room.
+constexpr int kMaxImages = 8;
+
 struct CaseBuffers {
     CaseBuffer in[2], out, temp, persistent;  // DEFAULT heap, unordered access
     CaseBuffer upload, readback;              // UPLOAD, READBACK heaps
+    CaseBuffer image[kMaxImages];             // DEFAULT heap, unordered access: the buffers of a request's images
 };
 
 // Creates, compiles, initializes and dispatches the operator; the output read back into the reply's data.

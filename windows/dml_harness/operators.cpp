@@ -32,6 +32,14 @@ static const OpInfo kOps[] = {
      {{0x5100, type_mask({F32, F16})}, {0, 0}, {0, 0}}},
 };
 
+// DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC's support table from 3_0 (the gradient operators' lowest level).
+static const OpInfo kIdentity = {
+    "ELEMENT_WISE_IDENTITY", DML_OPERATOR_ELEMENT_WISE_IDENTITY, {"InputTensor", nullptr}, 1,
+    {{0x3000, type_mask({F32, F16, I32, I16, I8, U32, U16, U8})},
+     {0x4100, type_mask({F64, F32, F16, I64, I32, I16, I8, U64, U32, U16, U8})}, {0, 0}}};
+
+unsigned identity_types(const Device& dev) { return supported_types(dev, kIdentity); }
+
 const OpInfo* find_op(const std::string& name) {
     std::string n = name.compare(0, 13, "DML_OPERATOR_") == 0 ? name.substr(13) : name;
     for (const OpInfo& op : kOps)
@@ -60,6 +68,8 @@ std::string hello_reply(const Device& dev) {
     h += ",\"feature_level_source\":" + dmlh::json_string(dev.feature_level_source);
     // Requests are read one after another from stdin whatever is outstanding: any number may wait there.
     h += strf(",\"pipeline\":%d", kPipeline);
+    // Requests with buffers (docs/native-harness.md, section 10): layouts, and the three paths.
+    h += ",\"surface\":{\"layouts\":true,\"paths\":[\"operator\",\"graph\",\"in-place\"]}";
     h += ",\"operators\":{";
     bool first_op = true;
     for (const OpInfo& op : kOps) {

@@ -24,4 +24,6 @@ struct OpInfo {
 const OpInfo* find_op(const std::string& name);
 // Bit t set: DML_TENSOR_DATA_TYPE t is in the table at the device's level and the device supports it.
 unsigned supported_types(const Device& dev, const OpInfo& op);
+// The data types ELEMENT_WISE_IDENTITY (the graph path's copies) supports at the device's level, as above.
+unsigned identity_types(const Device& dev);
 std::string hello_reply(const Device& dev);

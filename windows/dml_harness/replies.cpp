@@ -16,6 +16,16 @@ using dmlh::strf;
 void send_reply(const dmlh::Server& server, const std::string& id, const Reply& r, const Tensor* out) {
     std::string h = "{\"type\":\"result\",\"id\":" + dmlh::json_string(id) + ",\"status\":" +
                     dmlh::json_string(r.status);
+    if (r.status == "ok" && r.with_images) {
+        h += ",\"images\":[";
+        for (size_t i = 0; i < r.images.size(); i++)
+            h += strf("%s{\"name\":%s,\"offset\":%llu,\"nbytes\":%llu}", i ? "," : "",
+                      dmlh::json_string(r.images[i].name).c_str(), (unsigned long long)r.images[i].offset,
+                      (unsigned long long)r.images[i].nbytes);
+        h += "]}";
+        server.send(h, r.data.data(), r.data.size());
+        return;
+    }
     if (r.status == "ok" && out) {
         h += strf(",\"outputs\":[{\"name\":%s,\"DataType\":%d,\"Sizes\":[", dmlh::json_string(out->name).c_str(),
                   out->dtype);

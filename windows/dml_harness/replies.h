@@ -13,11 +13,19 @@
 struct Harness;
 struct Tensor;
 
+// One buffer image of a reply with buffers (bound_run.h): its name and where its bytes lie in Reply::data.
+struct ImageEntry {
+    std::string name;
+    uint64_t offset, nbytes;
+};
+
 struct Reply {
     std::string status;  // ok, refused, unsupported, error, device_removed
     std::string message;
     std::string hresult;  // device_removed only
     std::vector<uint8_t> data;
+    bool with_images = false;       // ok for a request with buffers: "images" instead of "outputs"
+    std::vector<ImageEntry> images;
 
     static Reply make(const char* status, std::string message) {
         Reply r;
@@ -27,7 +35,7 @@ struct Reply {
     }
 };
 
-// The result frame; `out` (with r.data as its bytes) only for status ok.
+// The result frame; `out` (with r.data as its bytes) only for status ok; r.images instead when r.with_images.
 void send_reply(const dmlh::Server& server, const std::string& id, const Reply& r, const Tensor* out);
 
 // Text the debug layer left in the D3D12 info queue (DirectML's debug layer reports there too).
