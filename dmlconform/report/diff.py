@@ -56,6 +56,35 @@ def summary_line(diff: RunDiff) -> str:
     return f"{', '.join(counts) or 'no status changes'}; {drift}; {diff.unchanged} unchanged"
 
 
+def path_lines(diff: RunDiff) -> list[str]:
+    """The execution paths (contract §9): where the runs asked for other paths, which each ran and what that makes of
+    the cases of a path one run lacks; where more than one path ran, each path's changes on one line."""
+    lines = []
+    if diff.paths_differ:
+        only_new = [p for p in diff.new_paths if p not in diff.old_paths]
+        only_old = [p for p in diff.old_paths if p not in diff.new_paths]
+        line = (f"paths differ: the old run ran {', '.join(diff.old_paths)}; the new run ran "
+                f"{', '.join(diff.new_paths)}")
+        if only_new:
+            line += f"; cases on {', '.join(only_new)} are in the new run only (new, not compared)"
+        if only_old:
+            line += f"; cases on {', '.join(only_old)} are in the old run only (vanished, not compared)"
+        lines.append(line)
+    if diff.several_paths:
+        parts = []
+        for path, counts in diff.path_changes().items():
+            words = [f"{count} {_word(name, count)}" for name, count in counts.items() if name != "closer"]
+            if "closer" in counts:
+                words[-1] += f" ({counts['closer']} closer)"
+            parts.append(f"{path} {', '.join(words) or 'no changes'}")
+        lines.append("per path: " + " · ".join(parts))
+    return lines
+
+
+def _word(name: str, count: int) -> str:
+    return name if name == "drifted" else _plural(Change(name), count)
+
+
 def render_diff(diff: RunDiff, console: Console, old_label: str, new_label: str, limit: int = 25) -> None:
     console.print(f"[bold]dmlconform diff[/]  old: {escape(old_label)}  new: {escape(new_label)}", highlight=False)
     console.print(f"  old run: {diff.old_name}", markup=False, highlight=False)
@@ -80,6 +109,10 @@ def render_diff(diff: RunDiff, console: Console, old_label: str, new_label: str,
         console.print(Text(f"conformant at {level.level}: {was} → {now} ({level.old_matched}/{level.old_required} "
                            f"→ {level.new_matched}/{level.new_required} required cases matched)", style=style))
     console.print(summary_line(diff), highlight=False)
+    for line in path_lines(diff):
+        console.print(line, markup=False, highlight=False)
+    if diff.count(Change.NEW) or diff.count(Change.VANISHED):
+        console.print("[dim]new: in the new run only; vanished: in the old run only (by case id, path included)[/]")
     if diff.drift:
         console.print("[dim]closeness: the largest error/allowance ratio over a case's elements (0 bit-exact, 1 at the "
                       "limit of its rule)[/]")
@@ -94,10 +127,10 @@ def render_diff(diff: RunDiff, console: Console, old_label: str, new_label: str,
         console.print(Text(f"\n{group.op} {group.dtype}, required from {group.level}: {', '.join(parts)}",
                            style="bold"))
         if group.changes:
-            console.print(_changes_table(group.changes[:limit]))
+            console.print(_changes_table(group.changes[:limit], diff.several_paths))
             shown += min(len(group.changes), limit)
         if group.drift:
-            console.print(_drift_table(group.drift[:limit]))
+            console.print(_drift_table(group.drift[:limit], diff.several_paths))
             shown += min(len(group.drift), limit)
     verdict = (Text(f"REGRESSED: {diff.count(Change.REGRESSION)} regression(s), "
                     f"{diff.count(Change.CHANGED_FAILURE)} changed failure(s)", style="bold red")
@@ -105,9 +138,11 @@ def render_diff(diff: RunDiff, console: Console, old_label: str, new_label: str,
     console.print(verdict)
 
 
-def _changes_table(changes: list[CaseDiff]) -> Table:
+def _changes_table(changes: list[CaseDiff], with_path: bool = False) -> Table:
     # The case id goes last, so that an id folded over two lines reads on when the lines are joined.
     table = Table("change", "status", "max ULP", "closeness", box=None, pad_edge=False)
+    if with_path:
+        table.add_column("path", no_wrap=True)
     table.add_column("detail", overflow="fold", max_width=60)
     table.add_column("case", overflow="fold")
     for c in changes:
@@ -117,21 +152,28 @@ def _changes_table(changes: list[CaseDiff]) -> Table:
         closeness = _moved(format_closeness(c.old.closeness if c.old else None),
                            format_closeness(c.new.closeness if c.new else None))
         detail = c.message if c.required else f"(not required) {c.message}"
-        table.add_row(Text(c.change.value, style=_STYLE[c.change]), Text(status), _moved(_ulp(c.old), _ulp(c.new)),
-                      closeness, Text(detail[:160]), Text(c.id))
+        cells: list[Text | str] = [Text(c.change.value, style=_STYLE[c.change]), Text(status),
+                                   _moved(_ulp(c.old), _ulp(c.new)), closeness]
+        if with_path:
+            cells.append(Text(c.path))
+        table.add_row(*cells, Text(detail[:160]), Text(c.id))
     return table
 
 
-def _drift_table(drift: list[Drift]) -> Table:
+def _drift_table(drift: list[Drift], with_path: bool = False) -> Table:
     table = Table("", box=None, pad_edge=False)
-    for column in ("status", "rule", "max ULP", "max |error|", "closeness"):
+    for column in ("status", "rule", "max ULP", "max |error|", "closeness") + (("path",) if with_path else ()):
         table.add_column(column, no_wrap=True)
     table.add_column("case", overflow="fold")
     for d in drift:
         arrow = Text("▲ closer", style="yellow") if d.closer else Text("▼", style="green")
-        table.add_row(arrow, Text(str(d.status)), Text(d.new.rule or "-"), _moved(_ulp(d.old), _ulp(d.new)),
-                      _moved(_error(d.old), _error(d.new)),
-                      f"{format_closeness(d.old.closeness)} → {format_closeness(d.new.closeness)}", Text(d.id))
+        cells: list[Text | str] = [
+            arrow, Text(str(d.status)), Text(d.new.rule or "-"), _moved(_ulp(d.old), _ulp(d.new)),
+            _moved(_error(d.old), _error(d.new)),
+            f"{format_closeness(d.old.closeness)} → {format_closeness(d.new.closeness)}"]
+        if with_path:
+            cells.append(Text(d.path))
+        table.add_row(*cells, Text(d.id))
     return table
 
 
@@ -157,6 +199,8 @@ def diff_document(diff: RunDiff, old_label: str, new_label: str) -> dict[str, An
         "regressed": diff.regressed,
         "summary": {**{change.value: diff.count(change) for change in SEVERITY}, "drifted": len(diff.drift),
                     "closer": len(diff.closer), "unchanged": diff.unchanged, "compared": diff.compared},
+        "paths": {"old": list(diff.old_paths), "new": list(diff.new_paths)},
+        "path_changes": diff.path_changes(),
         "run_changes": [asdict(c) for c in diff.run_changes],
         "behaviour_changes": [asdict(c) for c in diff.behaviours],
         "feature_levels": [asdict(level) for level in diff.levels],

@@ -11,8 +11,12 @@ Transitions (piglit's regression/fix, deqp-runner's changed failures):
 * fix — failed (or was flaky) before, matches now;
 * flaky — matched before, FLAKE now (runs disagree; like `run`, not a failure);
 * behaviour — matched both times, but another candidate (docs/reference/operators.md) than before;
-* new / vanished — in one run only; not compared — SKIPPED or NOT_RUN on either side.
+* new / vanished — in the new run only / in the old run only; not compared — SKIPPED or NOT_RUN on either side.
 Regressions and changed failures make `dmlconform diff` exit 1.
+
+A case is compared with the same case on the same execution path (contract §9: its id carries the path,
+`suite/case@graph`); a run on other paths than the other's has that path's cases new or vanished, and the diff names
+the paths each run asked for and counts the changes per path.
 
 Drift: a case that came to the same status in both runs (PASS→PASS, or FAIL→FAIL) whose max ULP, max
 absolute error or closeness (the largest error/allowance ratio: 0 exact, 1 at the limit) moved.
@@ -27,7 +31,7 @@ from enum import Enum
 from dmlconform.case_result import CaseResult, Status
 from dmlconform.compare.tolerance import RuleKind
 from dmlconform.run_result import RunResult
-from dmlconform.verdicts import fingerprint, introduced_levels, level_verdicts
+from dmlconform.verdicts import by_path, fingerprint, introduced_levels, level_verdicts
 
 
 class Change(Enum):
@@ -78,6 +82,8 @@ class CaseDiff:
     message: str = ""
     old: Numbers | None = None
     new: Numbers | None = None
+    #: The execution path the case ran on (both runs: the id names it).
+    path: str = "operator"
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,7 @@ class Drift:
     status: str
     old: Numbers
     new: Numbers
+    path: str = "operator"
 
     @property
     def closer(self) -> bool:
@@ -164,6 +171,36 @@ class RunDiff:
     #: The behaviour fingerprint (docs/reference/operators.md) where the two runs differ: behaviour, old reading,
     #: new reading.
     behaviours: list[FieldChange] = field(default_factory=list)
+    #: The execution paths each run asked for or has results on, in the order operator, graph, in-place.
+    old_paths: tuple[str, ...] = ("operator",)
+    new_paths: tuple[str, ...] = ("operator",)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every path of either run, in the order operator, graph, in-place."""
+        return tuple(by_path([], (*self.old_paths, *self.new_paths)))
+
+    @property
+    def several_paths(self) -> bool:
+        return len(self.paths) > 1
+
+    @property
+    def paths_differ(self) -> bool:
+        return self.old_paths != self.new_paths
+
+    def path_changes(self) -> dict[str, dict[str, int]]:
+        """Per path (every path of either run, even one with nothing changed): each kind of change that happened,
+        worst first, and `drifted`/`closer` where cases drifted."""
+        counts: dict[str, dict[str, int]] = {path: {} for path in self.paths}
+        for change in sorted(self.changes, key=lambda c: SEVERITY.index(c.change)):
+            per = counts.setdefault(change.path, {})
+            per[change.change.value] = per.get(change.change.value, 0) + 1
+        for moved in self.drift:
+            per = counts.setdefault(moved.path, {})
+            per["drifted"] = per.get("drifted", 0) + 1
+            if moved.closer:
+                per["closer"] = per.get("closer", 0) + 1
+        return counts
 
     @property
     def regressed(self) -> bool:
@@ -242,7 +279,7 @@ def diff_runs(old: RunResult, new: RunResult) -> RunDiff:
         old_numbers, new_numbers = numbers(was), numbers(now)
         if old_status is new_status and _moved(old_numbers, new_numbers):
             drift.append(Drift(case_id, now.op, now.dtype, now.required_level.label, new_status.value, old_numbers,
-                               new_numbers))
+                               new_numbers, now.path))
         else:
             unchanged += 1
     for case_id, was in before.items():
@@ -251,7 +288,13 @@ def diff_runs(old: RunResult, new: RunResult) -> RunDiff:
     changes.sort(key=lambda c: (SEVERITY.index(c.change), c.id))
     drift.sort(key=lambda d: (*d.sort_key, d.id))
     return RunDiff(_run_name(old), _run_name(new), _run_changes(old, new), _level_changes(old, new), changes, drift,
-                   _groups(changes, drift), unchanged, compared, _behaviour_changes(old, new))
+                   _groups(changes, drift), unchanged, compared, _behaviour_changes(old, new), _paths_of(old),
+                   _paths_of(new))
+
+
+def _paths_of(run: RunResult) -> tuple[str, ...]:
+    """The paths a run asked for (its settings) and those its results name."""
+    return tuple(by_path(run.results, run.paths))
 
 
 def _case_diff(result: CaseResult, change: Change, was: CaseResult | None, now: CaseResult | None) -> CaseDiff:
@@ -259,7 +302,7 @@ def _case_diff(result: CaseResult, change: Change, was: CaseResult | None, now: 
         result.id, result.op, result.dtype, result.required_level.label, change,
         effective_outcome(was).value if was else None, effective_outcome(now).value if now else None,
         was.matched if was else None, now.matched if now else None, result.required,
-        (now or was or result).message, numbers(was) if was else None, numbers(now) if now else None)
+        (now or was or result).message, numbers(was) if was else None, numbers(now) if now else None, result.path)
 
 
 def _moved(old: Numbers, new: Numbers) -> bool:
@@ -295,7 +338,8 @@ def _run_changes(old: RunResult, new: RunResult) -> list[FieldChange]:
                  "tool version": run.tool_version,
                  "suite fingerprint": run.suite.fingerprint[:16] if run.suite else "unknown"}
         found |= {f"backend {key}": str(value) for key, value in sorted(info.extra.items())}
-        found |= {f"setting {key}": str(value) for key, value in sorted(run.settings.items())}
+        # The paths asked are the diff's own line (RunDiff.old_paths, new_paths), not a setting's text.
+        found |= {f"setting {key}": str(value) for key, value in sorted(run.settings.items()) if key != "paths"}
         return found
 
     before, after = facts(old), facts(new)
