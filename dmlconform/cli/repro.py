@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 _RUN_DEFAULTS = {"repeat": 1, "timeout_s": 60.0}
 
 
-def run_options(run: RunResult | None, target: FeatureLevel) -> list[str]:
-    """The options of `dmlconform run` that reproduce the recorded run's result for one case."""
+def run_options(run: RunResult | None, target: FeatureLevel, path: str = "operator") -> list[str]:
+    """The options of `dmlconform run` that reproduce the recorded run's result for one case, on its execution path
+    (`--path`, where not the operator path)."""
     settings = run.settings if run is not None else {}
     backend = run.backend.name if run is not None else "numpy"
     options = ["--backend", backend]
@@ -48,6 +49,8 @@ def run_options(run: RunResult | None, target: FeatureLevel) -> list[str]:
         options += ["--timeout", f"{timeout_s:g}"]
     if int(settings.get("repeat") or 1) != _RUN_DEFAULTS["repeat"]:
         options += ["--repeat", str(settings["repeat"])]
+    if path != "operator":
+        options += ["--path", path]
     return [*options, "--feature-level", target.label]
 
 
@@ -67,6 +70,7 @@ def repro(case_id: str, out_dir: Path, result_path: Path | None, suite_paths: tu
           no_rerun: bool, suite_limits: SuiteLimits) -> None:
     """Write a repro bundle for one case: a one-case suite with .npy inputs and expected outputs, the actual
     outputs, a DxDispatch model of the DirectML operator, and the exact command line that reproduces the result.
+    A CASE_ID ending in @graph or @in-place is the case on that execution path: the command line runs it with --path.
 
     Exit status: 0 written and checked (its suite, loaded back, judges the actual outputs as the case does),
     1 written but the check found a difference, 2 unusable input."""
@@ -80,7 +84,7 @@ def repro(case_id: str, out_dir: Path, result_path: Path | None, suite_paths: tu
         session = open_case(case_id, result_path, list(suite_paths) or [bundled_suites()], not no_rerun,
                             suite_limits)
         inspection = inspect_case(session.case, session.actual.outputs, session.target)
-        options = run_options(session.run, session.target)
+        options = run_options(session.run, session.target, session.case.path.value)
         check = write_bundle(out_dir, session.case, session.actual.outputs, inspection, options, session.recorded,
                              session.run, session.actual.source, session.target)
     except (ResultsError, TriageError) as exc:

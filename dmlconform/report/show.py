@@ -9,10 +9,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from dmlconform.case_result import CaseResult
+from dmlconform.case_result import CaseResult, Status
+from dmlconform.report.console import path_lines
 from dmlconform.report.diff import format_closeness
 from dmlconform.report.histogram import histogram_bars
-from dmlconform.run_result import RunResult
+from dmlconform.run_result import RunResult, summary
 from dmlconform.triage.dml import describe
 from dmlconform.triage.inspection import ElementDetail, Inspection
 from dmlconform.ulp_histogram import UlpBucket
@@ -35,6 +36,8 @@ def render_inspection(inspection: Inspection, console: Console, recorded: CaseRe
     console.print(f"{case.op.name} {case.dtype.name} rank {case.rank}, required from feature level "
                   f"{case.required_level}; {kind}" + (f"; behaviour {case.behaviour}" if case.behaviour else "") +
                   (f"; tags {', '.join(case.tags)}" if case.tags else ""), highlight=False)
+    console.print(f"path: {case.path.value}" + (f" (output bound over {case.aliased_input})"
+                                                 if case.aliased_input else ""), highlight=False)
     console.print("\n".join(describe(case)), markup=False, highlight=False)
     console.print(_tensor_table(inspection))
     if recorded is not None and run is not None:
@@ -45,6 +48,8 @@ def render_inspection(inspection: Inspection, console: Console, recorded: CaseRe
                       f"{recorded.max_ulp if recorded.max_ulp is not None else '-'}, closeness "
                       f"{format_closeness(recorded.closeness)}", highlight=False)
         console.print(f"  {recorded.message}", markup=False, highlight=False)
+        for line in stray_write_lines(recorded):
+            console.print(f"  {line}", markup=False, highlight=False)
         if recorded.known_issue is not None:
             issue = recorded.known_issue
             console.print(f"  DirectML {issue.release}'s known issue {issue.id}: {issue.title} ({issue.reference}); "
@@ -72,6 +77,40 @@ def render_inspection(inspection: Inspection, console: Console, recorded: CaseRe
             _accumulation(element, console)
     for note in inspection.notes:
         console.print(Text(f"note: {note}", style="yellow"))
+
+
+def stray_write_lines(result: CaseResult) -> list[str]:
+    """Every write outside a tensor's elements the result recorded (contract §9), one a line."""
+    if not result.stray_writes:
+        return []
+    return [f"wrote outside its tensors ({len(result.stray_writes)}):",
+            *(f"  {write}" for write in result.stray_writes)]
+
+
+def render_run(run: RunResult, console: Console, source: str, limit: int = 20) -> None:
+    """`show RUN.json`: the run in a few lines — its backend, the level it was judged at, its statuses, the paths it
+    ran with each path's counts and verdict, and the cases that did not come out right."""
+    console.print(Text(source, style="bold"))
+    console.print(f"{run.backend.name} {run.backend.version} on {run.backend.device}, judged at {run.target_level}, "
+                  f"{len(run.results)} case(s), started {run.started:%Y-%m-%d %H:%M:%S %Z}", markup=False,
+                  highlight=False)
+    counts = summary(run.results)
+    console.print("statuses: " + (", ".join(f"{count} {name}" for name, count in counts.items()) or "none"),
+                  highlight=False)
+    console.print(f"paths: {', '.join(run.paths)}", highlight=False)
+    for line in path_lines(run):
+        console.print(line, markup=False, highlight=False)
+    bad = [r for r in run.results if not r.acceptable and r.status is not Status.NOT_RUN]
+    if not bad:
+        return
+    table = Table("status", "path", "stray writes", title=f"not as required: {len(bad)} case(s)"
+                  + (f", the first {limit}" if len(bad) > limit else ""), title_justify="left")
+    table.add_column("case", overflow="fold")
+    for result in bad[:limit]:
+        table.add_row(result.status.value, result.path, str(len(result.stray_writes)) if result.stray_writes else "-",
+                      Text(result.id))
+    console.print(table)
+    console.print(f"one case: dmlconform show {escape(source)} CASE_ID", highlight=False)
 
 
 def _tensor_table(inspection: Inspection) -> Table:

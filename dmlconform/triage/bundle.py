@@ -37,6 +37,7 @@ from dmlconform.results.document import backend_json, case_json
 from dmlconform.run_result import RunResult
 from dmlconform.runner.judge import judge_outcome
 from dmlconform.suite.loader import FORMAT, load_paths
+from dmlconform.surface.paths import ExecutionPath, split_case_id
 from dmlconform.triage import TriageError
 from dmlconform.triage.dml import desc_struct, describe, dxdispatch_model, scalar_value
 from dmlconform.triage.inspection import Inspection
@@ -86,20 +87,21 @@ def _param_value(case: Case, name: str, value: Any) -> Any:
 def suite_document(case: Case, files: dict[str, str], answer_files: dict[str, dict[str, str]],
                    description: str) -> dict[str, Any]:
     tensors = case.description.tensors
-    entry: dict[str, Any] = {"id": case.id, "op": case.op.name,
+    # The suite's own id: a case on another path (`relu@graph`) is the suite's case run with `--path`.
+    entry: dict[str, Any] = {"id": split_case_id(case.id)[0], "op": case.op.name,
                              "params": {k: _param_value(case, k, v) for k, v in case.description.params.items()}}
-    entry["inputs"] = {n: _tensor_entry(tensors[n].dtype.name, tensors[n].shape, files[n])
+    entry["inputs"] = {n: _tensor_entry(tensors[n].dtype.name, tensors[n].shape, files[n]) | _layout(case, n)
                        for n in case.op.inputs}
     if case.expect_invalid:
         entry["expect"] = "invalid"
-        entry["outputs"] = {n: _tensor_entry(tensors[n].dtype.name, tensors[n].shape, None)
+        entry["outputs"] = {n: _tensor_entry(tensors[n].dtype.name, tensors[n].shape, None) | _layout(case, n)
                             for n in case.op.outputs}
     elif case.expected is not None:
         entry["outputs"] = {n: _tensor_entry(tensors[n].dtype.name, tensors[n].shape,
-                                             answer_files[""][n]) for n in case.op.outputs}
+                                             answer_files[""][n]) | _layout(case, n) for n in case.op.outputs}
     else:
         entry["candidates"] = {c: {n: _tensor_entry(tensors[n].dtype.name, tensors[n].shape,
-                                                    answer_files[c][n]) for n in case.op.outputs}
+                                                    answer_files[c][n]) | _layout(case, n) for n in case.op.outputs}
                                for c, arrays in case.candidates.items()}
         if case.refusal_candidate is not None:
             entry["candidates"][case.refusal_candidate] = "refused"
@@ -110,6 +112,14 @@ def suite_document(case: Case, files: dict[str, str], answer_files: dict[str, di
     if case.behaviour and case.candidates:
         entry["behaviour"] = case.behaviour
     return {"format": FORMAT, "suite": case.suite, "description": description, "cases": [entry]}
+
+
+def _layout(case: Case, name: str) -> dict[str, object]:
+    """A tensor's layout keys (contract §9) as the suite gives them; in place, the output's layout is the aliased
+    input's, which `--path in-place` derives again (Case.on_path)."""
+    if case.path is ExecutionPath.IN_PLACE and case.op.in_place and name == case.op.in_place[0]:
+        return {}
+    return case.description.layout(name).to_dict()
 
 
 REPLAY_JSON = "replay.json"
@@ -176,7 +186,7 @@ def check_bundle(folder: Path, case: Case, actual: dict[str, np.ndarray] | None,
         loaded = load_paths([folder / SUITE])
     except Exception as exc:
         return BundleCheck(False, problems=[f"{folder / SUITE} does not load: {exc}"])
-    copy = loaded[0]
+    copy = loaded[0].on_path(case.path) or loaded[0]
     problems = []
     if copy.full_id != case.full_id:
         problems.append(f"its case is {copy.full_id}, not {case.full_id}")

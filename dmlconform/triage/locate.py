@@ -12,6 +12,7 @@ from dmlconform.run_result import RunResult
 from dmlconform.suite import SuiteError
 from dmlconform.suite.limits import SuiteLimits
 from dmlconform.suite.loader import load_paths, load_suite
+from dmlconform.surface.paths import ExecutionPath, split_case_id
 from dmlconform.triage import TriageError
 
 
@@ -35,20 +36,28 @@ def recorded_result(run: RunResult, case_id: str, result_file: Path) -> CaseResu
 
 def locate(case_id: str, suites: list[Path], run: RunResult | None = None, result_file: Path | None = None,
            limits: SuiteLimits | None = None) -> Located:
-    """The case, loaded from the file its result names when that file is still there, else from `suites`."""
+    """The case, loaded from the file its result names when that file is still there, else from `suites`; a case id
+    ending in `@graph` or `@in-place` (contract §9) is the suite's case on that path."""
     result = recorded_result(run, case_id, result_file or Path("result")) if run is not None else None
+    suite_id, path = split_case_id(case_id)
     notes: list[str] = []
     try:
-        case = _from_recorded_file(case_id, result, suites, limits) if result is not None else None
+        case = _from_recorded_file(suite_id, result, suites, limits) if result is not None else None
         if case is None:
-            case = next((c for c in load_paths(suites, limits=limits) if c.full_id == case_id), None)
+            case = next((c for c in load_paths(suites, limits=limits) if c.full_id == suite_id), None)
             if case is not None and result is not None and result.file:
                 notes.append(f"the run's suite file {result.file} is not here; found the case in {case.file}")
     except SuiteError as exc:
         raise TriageError(str(exc)) from None
     if case is None:
         where = ", ".join(str(p) for p in suites)
-        raise TriageError(f"case {case_id}: in none of the suites {where} (name its suite file with --suites PATH)")
+        raise TriageError(f"case {suite_id}: in none of the suites {where} (name its suite file with --suites PATH)")
+    if path is not ExecutionPath.OPERATOR:
+        on_path = case.on_path(path)
+        if on_path is None:
+            raise TriageError(f"case {case_id}: the {path.value} path does not apply to {suite_id} "
+                              "(in place: only an operator whose page allows it, never a negative case)")
+        case = on_path
     if run is not None and run.suite is not None and case.suite in run.suite.files:
         recorded = run.suite.files[case.suite]
         now = hashlib.sha256(case.file.read_bytes()).hexdigest()

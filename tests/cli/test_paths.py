@@ -34,6 +34,12 @@ def test_run_path_all_runs_each_case_on_each_path_that_applies(tmp_path: Path):
     names = {s.get("name"): s.get("tests") for s in ET.parse(tmp_path / "r.xml").getroot().findall("testsuite")}
     assert names == {"ACTIVATION_RELU_GRAD": "1", "ELEMENT_WISE_CLIP_GRAD1": "1", "ACTIVATION_RELU_GRAD@graph": "1",
                      "ELEMENT_WISE_CLIP_GRAD1@graph": "1", "ELEMENT_WISE_CLIP_GRAD1@in-place": "1"}
+    overview = CliRunner().invoke(main, ["show", str(tmp_path / "r.json")], catch_exceptions=False)
+    assert overview.exit_code == 0 and "paths: operator, graph, in-place" in overview.output
+    assert "per path: operator yes (2/2) · graph yes (2/2) · in-place yes (1/1)" in overview.output
+    one = CliRunner().invoke(main, ["show", str(tmp_path / "r.json"), "paths/clip@in-place", "--suites", str(suite),
+                                    "--no-rerun"], catch_exceptions=False)
+    assert one.exit_code == 0 and "path: in-place (output bound over InputTensor)" in one.output
 
 
 def test_the_default_path_is_the_operator_path_and_a_bad_path_is_one_line(tmp_path: Path):

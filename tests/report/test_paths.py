@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,35 @@ def test_junit_counts_each_operator_on_each_path_apart(run: RunResult):
     assert (in_place.get("tests"), in_place.get("failures")) == ("2", "1")
     assert {p.get("name"): p.get("value") for p in in_place.iter("property")}["path"] == "in-place"
     assert {c.get("classname") for c in in_place.iter("testcase")} == {"ELEMENT_WISE_CLIP_GRAD1@in-place"}
+
+
+def test_show_lists_a_cases_path_and_every_stray_write_and_the_run_its_paths(run: RunResult):
+    from dmlconform.report.show import render_run, stray_write_lines
+
+    stray = next(r for r in run.results if r.stray_writes)
+    two = replace(stray, stray_writes=(*stray.stray_writes, "OutputGradientTensor: byte 99"))
+    lines = stray_write_lines(two)
+    assert lines[0] == "wrote outside its tensors (2):" and lines[1:] == [f"  {w}" for w in two.stray_writes]
+    assert stray_write_lines(run.results[0]) == []
+    out = io.StringIO()
+    render_run(run, Console(file=out, width=200), "run.json")
+    text = out.getvalue()
+    assert "paths: operator, graph, in-place" in text
+    assert "paths: operator 3 passed · graph 3 passed · in-place 1 passed, 1 failed" in text
+    assert "per path: operator yes (3/3)" in text
+    row = next(line for line in text.splitlines() if f"paths/{STRAY_CASE}" in line)
+    assert "FAIL" in row and "in-place" in row and " 1 " in row
+
+
+def test_show_of_one_case_names_its_path_and_its_recorded_stray_writes(run: RunResult, tmp_path: Path):
+    from dmlconform.report.show import render_inspection
+    from dmlconform.triage.inspection import inspect_case
+    from dmlconform.triage.locate import locate
+
+    stray = next(r for r in run.results if r.stray_writes)
+    case = locate(stray.id, [tmp_path / "paths.yaml"]).case
+    out = io.StringIO()
+    render_inspection(inspect_case(case, None, HIGHEST), Console(file=out, width=200), stray, run)
+    text = out.getvalue()
+    assert "path: in-place (output bound over InputTensor)" in text
+    assert "wrote outside its tensors (1):" in text and stray.stray_writes[0] in text
