@@ -1,6 +1,7 @@
 """The oracle's mutation figure: simulated drivers (tests/oracle/drivers.py) through the real runner.
 
     python benchmarks/oracle_mutants.py [SUITE_PATH ...] [--tier smoke|standard] [--max-cost N] [--markdown]
+                                        [--path operator,graph,in-place|all]
     python benchmarks/oracle_mutants.py --catalogue      # the table of real bugs and their sources (runs nothing)
 
 Prints, for every simulated bug, how many cases it fails, for every legitimate variant how many it is
@@ -10,10 +11,11 @@ every commit, for a bug that breaks a rule the pages state outright; standard, t
 bug); on the smoke tier the bugs that must die only on the standard tier are reported but not counted. Real bugs
 carry their source (an issue, a pull request, DECISIONS.md). Default suites: the bundled suites of `--tier`
 (standard unless told). Each driver runs on the cases of the operators its knobs or its bug touch
-(tests/oracle/drivers.py, operators_affected), and only on cases of cost at most N (tests/oracle/conftest.py,
-case_cost; default ORACLE_COST as in CI; 0 runs every case, which takes the better part of an hour). Exit status
-1 when a bug that must die on the tier survives or a legitimate variant is failed. The tests
-(tests/oracle/test_mutants.py) assert the same in CI.
+(tests/oracle/drivers.py, in_scope: a buffer bug or variant only where the case has whole buffers), and only on
+cases of cost at most N (tests/oracle/conftest.py, case_cost; default ORACLE_COST as in CI; 0 runs every case,
+which takes the better part of an hour), each case on every path that applies to it (`--path`, default all:
+operator, graph, in place; contract §9). Exit status 1 when a bug that must die on the tier survives or a
+legitimate variant is failed. The tests (tests/oracle/test_mutants.py) assert the same in CI.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from dmlconform.case_result import Status  # noqa: E402
 from dmlconform.runner import run_cases  # noqa: E402
 from dmlconform.suite.loader import load_paths  # noqa: E402
 from dmlconform.suite.tiers import Tier  # noqa: E402
+from dmlconform.surface.paths import ExecutionPath, parse_paths  # noqa: E402
 from tests.oracle.conftest import ORACLE_COST, oracle_share  # noqa: E402
 from tests.oracle.drivers import (  # noqa: E402
+    BUFFER_BUGS,
     BUG_ENTRIES,
     BUGGY,
     BUGS,
@@ -41,12 +45,17 @@ from tests.oracle.drivers import (  # noqa: E402
     Bug,
     Knobs,
     SimulatedDriver,
-    operators_affected,
+    in_scope,
 )
 
 
+def on_paths(cases: list, paths: tuple[ExecutionPath, ...]) -> list:
+    """Each case on each of `paths` that applies to it."""
+    return [derived for case in cases for path in paths if (derived := case.on_path(path)) is not None]
+
+
 def failures(cases: list, knobs: Knobs) -> tuple[int, list]:
-    scoped = [case for case in cases if case.op.name in operators_affected(knobs)]
+    scoped = [case for case in cases if in_scope(knobs, case)]
     results = run_cases(scoped, SimulatedDriver(knobs)).results
     return len(scoped), [r for r in results if r.status not in (Status.PASS, Status.INVALID_OK)]
 
@@ -81,6 +90,9 @@ def main(argv: list[str]) -> int:
                         help="the tier whose bundled suites run, and whose bugs must die (default: standard)")
     parser.add_argument("--max-cost", type=int, default=ORACLE_COST)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--path", type=parse_paths, default=tuple(ExecutionPath),
+                        help="the paths each case runs on: operator, graph, in-place, a comma-separated list, or all "
+                             "(default)")
     parser.add_argument("--catalogue", action="store_true", help="print the table of real bugs and exit")
     args = parser.parse_args(argv)
     if args.catalogue:
@@ -88,7 +100,8 @@ def main(argv: list[str]) -> int:
         return 0
     tier = Tier(args.tier)
     loaded = load_paths(args.paths, None) if args.paths else load_paths([REPO / "test_vectors"], tier)
-    cases = oracle_share(loaded, args.max_cost)
+    share = oracle_share(loaded, args.max_cost)
+    cases = on_paths(share, args.path)
     clock = time.perf_counter()
     rows = []
     for kind, catalogue_ in (("bug", BUGGY), ("inside the bound", UNCATCHABLE), ("legitimate", LEGITIMATE)):
@@ -117,12 +130,18 @@ def main(argv: list[str]) -> int:
     false_alarms = sum(1 for failed in legit if failed)
     real = [(bug, failed) for bug, failed in counted if bug.source is not None]
     real_killed = sum(1 for _, failed in real if failed)
+    buffer = [(bug, failed) for bug, failed in counted if bug.name in BUFFER_BUGS]
+    buffer_killed = sum(1 for _, failed in buffer if failed)
     limit = f"cost <= {args.max_cost}" if args.max_cost else "every case"
     suites = "given suites" if args.paths else f"{tier.value} tier"
     print()
-    print(f"{suites}: {len(cases)} of {len(loaded)} cases ({limit}), {len(rows)} simulated drivers, {seconds:.1f} s")
+    counts = ", ".join(f"{sum(1 for case in cases if case.path is path)} {path.value}" for path in args.path)
+    layouts = sum(1 for case in share if case.description.has_layouts)
+    print(f"{suites}: {len(share)} of {len(loaded)} cases ({limit}; {layouts} with layouts), on the paths: {counts}; "
+          f"{len(rows)} simulated drivers, {seconds:.1f} s")
     print(f"bugs that must die on the {tier.value} tier killed: {killed}/{len(counted)} = "
-          f"{100 * killed / len(counted):.0f} % (real bugs among them: {real_killed}/{len(real)})")
+          f"{100 * killed / len(counted):.0f} % (real bugs among them: {real_killed}/{len(real)}; buffer bugs: "
+          f"{buffer_killed}/{len(buffer)})")
     if tier is Tier.SMOKE:
         extra = [bug.name for bug, failed in bugs if not must_die(bug, tier) and failed]
         print(f"bugs that must die on the standard tier only, killed here as well: {len(extra)}/"

@@ -17,6 +17,7 @@ import pytest
 
 from dmlconform.case import Case
 from dmlconform.suite.loader import load_paths
+from dmlconform.surface.paths import ExecutionPath
 
 REPO = Path(__file__).resolve().parents[2]
 #: Largest cost (see case_cost) of a case the simulated drivers run in CI.
@@ -40,6 +41,12 @@ def oracle_share(cases: list[Case], limit: int = ORACLE_COST) -> list[Case]:
     return [case for cost, _, case in costed if not limit or cost <= limit]
 
 
+def on_every_path(cases: list[Case]) -> list[Case]:
+    """Each case on every path that applies to it (contract §9: `Case.on_path`), in the cases' order, a case's
+    paths together (operator, graph, in place): the mutation tests' cases are tried cheapest first on every path."""
+    return [derived for case in cases for path in ExecutionPath if (derived := case.on_path(path)) is not None]
+
+
 @pytest.fixture(scope="session")
 def bundled_cases() -> list[Case]:
     return load_paths([REPO / "test_vectors"])
@@ -51,7 +58,13 @@ def oracle_cases(bundled_cases: list[Case]) -> list[Case]:
 
 
 @pytest.fixture(scope="session")
+def oracle_cases_on_paths(oracle_cases: list[Case]) -> list[Case]:
+    """The oracle's share of the standard tier on every path (operator, graph, in place)."""
+    return on_every_path(oracle_cases)
+
+
+@pytest.fixture(scope="session")
 def scanned_oracle_cases(scanned_cases: list[Case]) -> list[Case]:
     """The oracle's share of the tier that tier scans check (tests/conftest.py: smoke in the test command, the
-    standard tier, the same cases as oracle_cases, in .ci/run's scan step)."""
-    return oracle_share(scanned_cases)
+    standard tier, the same cases as oracle_cases, in .ci/run's scan step), on every path."""
+    return on_every_path(oracle_share(scanned_cases))

@@ -1017,16 +1017,17 @@ BUFFER_KNOBS = frozenset({"write_order", "output_init", "in_place_pass"})
 _BUG_PREFIXES = {"relu-": "ACTIVATION_RELU_GRAD", "clip-": "ELEMENT_WISE_CLIP_GRAD1", "slice-": "SLICE_GRAD",
                  "pool-": "MAX_POOLING_GRAD", "resample-": "RESAMPLE_GRAD1"}
 _BUGS_EVERYWHERE = {"slice-no-zero-fill"}  # `_zeros` serves every operator
-#: The buffer bugs: the operators they can touch, and the path they show on (None: any path with buffers).
-BUFFER_BUGS: dict[str, tuple[frozenset[str], ExecutionPath | None]] = {
-    "layout-input-strides-ignored": (_ALL, None),
-    "layout-offset-ignored": (_ALL, None),
-    "layout-output-written-packed": (_ALL, None),
-    "layout-padding-zeroed": (_ALL, None),
-    "output-read-before-write": (frozenset(_SUMMING), None),
-    "in-place-gradient-copied-first": (frozenset({"ELEMENT_WISE_CLIP_GRAD1"}), ExecutionPath.IN_PLACE),
-    "in-place-vector-tail-rereads-output": (frozenset({"ELEMENT_WISE_CLIP_GRAD1"}), ExecutionPath.IN_PLACE),
-    "graph-edge-strides-lost": (_ALL, ExecutionPath.GRAPH),
+#: The buffer bugs: the operators they can touch, the path they show on (None: any path with buffers), and whether
+#: they need a tensor with a layout (a read or store that ignores Strides or Offset is right on a default layout).
+BUFFER_BUGS: dict[str, tuple[frozenset[str], ExecutionPath | None, bool]] = {
+    "layout-input-strides-ignored": (_ALL, None, True),
+    "layout-offset-ignored": (_ALL, None, True),
+    "layout-output-written-packed": (_ALL, None, True),
+    "layout-padding-zeroed": (_ALL, None, False),
+    "output-read-before-write": (frozenset(_SUMMING), None, False),
+    "in-place-gradient-copied-first": (frozenset({"ELEMENT_WISE_CLIP_GRAD1"}), ExecutionPath.IN_PLACE, False),
+    "in-place-vector-tail-rereads-output": (frozenset({"ELEMENT_WISE_CLIP_GRAD1"}), ExecutionPath.IN_PLACE, False),
+    "graph-edge-strides-lost": (_ALL, ExecutionPath.GRAPH, True),
 }
 
 
@@ -1053,8 +1054,9 @@ def in_scope(knobs: Knobs, case: Case) -> bool:
     if knobs.bug is not None:
         if knobs.bug not in BUFFER_BUGS:
             return True
-        path = BUFFER_BUGS[knobs.bug][1]
-        return case.uses_buffers and (path is None or case.path is path)
+        _, path, layouts = BUFFER_BUGS[knobs.bug]
+        return case.uses_buffers and (path is None or case.path is path) and (
+            not layouts or case.description.has_layouts)
     if is_buffer_variant(knobs):
         in_place = knobs.in_place_pass != STRAIGHT.in_place_pass
         return case.uses_buffers and (not in_place or case.path is ExecutionPath.IN_PLACE)
