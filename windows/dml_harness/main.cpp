@@ -17,8 +17,10 @@
 // DirectML, the D3D12 runtime or Wine might print can never corrupt the stream. Logs go to stderr.
 //
 // The parts (after DxDispatch's Adapter/Device/Executor split): options, device (D3D12 + DirectML, once),
-// operators (support tables, hello), descriptions (request -> DML_*_OPERATOR_DESC), executor (buffers, command
-// lists, the shared descriptor heap), timing (--timings) and replies. Build: ../README.md.
+// operators (support tables, hello), descriptions (request -> DML_*_OPERATOR_DESC), executor (packed cases),
+// recording (command lists, the shared descriptor heap, reused buffers), bound_case (requests with buffers:
+// layouts, images, paths), dispatchables (compiled operator, compiled graph), bound_run (buffer images bound and
+// read back), timing (--timings) and replies. Build: ../README.md.
 #include <cstdint>
 #include <cstdio>
 #include <string>
