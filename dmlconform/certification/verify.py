@@ -124,6 +124,9 @@ class Verification:
     outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     #: Differences that are not problems: this dmlconform's known-issue list against the package's.
     notes: list[str] = field(default_factory=list)
+    #: The cases whose recorded stray writes (contract §9) were taken as recorded: the bytes around a kept output are
+    #: not in the package, so a write outside a tensor cannot be re-derived; it can only fail a case.
+    stray_writes: list[str] = field(default_factory=list)
 
     def worst(self) -> ProblemKind | None:
         kinds = {p.kind for p in self.problems}
@@ -420,7 +423,14 @@ class _Check:
         outputs = self.read_outputs(case, result, where, referenced)
         if outputs is None:
             return
-        fresh = judge_outcome(case, self.outcome(result, outputs, case), self.level)
+        # Stray writes are taken as recorded (the bytes around the kept outputs are not in the package): the judge
+        # fails the case re-judged on its values, as it did when it read the buffers back; worse, never better.
+        if result.stray_writes and (not outputs or not case.uses_buffers):
+            self.fail(where, "field stray_writes: recorded on a case " + (
+                "that kept no outputs" if not outputs else "run without whole buffers (no layout, the operator "
+                "path)") + ": a stray write is only seen in a buffer read back")
+            return
+        fresh = judge_outcome(case, self.outcome(result, outputs, case), self.level, result.stray_writes)
         case.forget_references()
         recorded, again = effective_status(result), effective_status(fresh)
         source = ("its outputs in the package" if outputs else
@@ -435,6 +445,8 @@ class _Check:
                 self.fail(where, f"field {name}: is {getattr(result, name)!r} in results.json, but {source} "
                                  f"re-judge to {getattr(fresh, name)!r}")
         self.check_overlay(result, fresh, where)
+        if result.stray_writes:
+            self.verification.stray_writes.append(result.id)
         if outputs and result.id in self.keep_outputs:
             self.verification.outputs[result.id] = outputs
 

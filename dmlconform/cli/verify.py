@@ -103,6 +103,12 @@ def verify(package: Path, granted_path: Path | None, known_issues_file: Path | N
         click.echo(f"dmlconform verify: known issues: {note}")
     if len(verification.notes) > PROBLEMS_SHOWN:
         click.echo(f"dmlconform verify: known issues: ... and {len(verification.notes) - PROBLEMS_SHOWN} more")
+    if verification.stray_writes:
+        ids = verification.stray_writes
+        click.echo(f"dmlconform verify: stray writes: {len(ids)} case(s) wrote outside their tensors; taken as "
+                   "recorded, not re-derived (the bytes around the kept outputs are not in the package; a stray write "
+                   f"can only fail a case): {', '.join(ids[:PROBLEMS_SHOWN])}"
+                   + (f" and {len(ids) - PROBLEMS_SHOWN} more" if len(ids) > PROBLEMS_SHOWN else ""))
     sys.exit(_summary(package, opened, verification))
 
 

@@ -18,13 +18,16 @@ from dmlconform.surface.paths import EDGES_SUFFIX, ExecutionPath
 from dmlconform.ulp_histogram import merge_histograms, ulp_histogram
 
 
-def judge_outcome(case: Case, outcome: Outcome, target: FeatureLevel) -> CaseResult:
-    """One result for what the backend did with the case, judged at the target level."""
+def judge_outcome(case: Case, outcome: Outcome, target: FeatureLevel, stray_writes: tuple[str, ...] = ()
+                  ) -> CaseResult:
+    """One result for what the backend did with the case, judged at the target level. `stray_writes`: writes outside
+    the tensors recorded elsewhere (`verify` takes a package's as recorded: the bytes around its kept outputs are not
+    kept), judged as if read back now."""
     result = CaseResult(case.full_id, case.op.name, case.dtype.name, case.rank, case.required_level,
                         Status.ERROR, tags=case.tags, behaviour=case.behaviour, file=str(case.file),
                         path=case.path.value)
     try:
-        evaluate(case, outcome, result)
+        evaluate(case, outcome, result, stray_writes)
     except Exception as exc:  # judging must not lose the case either
         result.status, result.message = Status.ERROR, f"judging failed: {type(exc).__name__}: {exc}"
     if outcome.kind is OutcomeKind.OUTPUTS:
@@ -38,7 +41,7 @@ def judge_outcome(case: Case, outcome: Outcome, target: FeatureLevel) -> CaseRes
     return result
 
 
-def evaluate(case: Case, outcome: Outcome, result: CaseResult) -> None:
+def evaluate(case: Case, outcome: Outcome, result: CaseResult, stray_writes: tuple[str, ...] = ()) -> None:
     kind = outcome.kind
     if case.expect_invalid:
         if kind is OutcomeKind.REFUSED:
@@ -78,10 +81,18 @@ def evaluate(case: Case, outcome: Outcome, result: CaseResult) -> None:
         result.status, result.message = Status.ERROR, problem
         return
     _judge_answers(case, outcome.outputs, result)
-    if result.stray_writes:
-        values = "its values match" if result.status is Status.PASS else f"and its values: {result.message}"
-        result.status = Status.FAIL
-        result.message = f"wrote outside its tensors: {result.stray_writes[0]}; {values}"
+    _fail_stray_writes(result, result.stray_writes or stray_writes)
+
+
+def _fail_stray_writes(result: CaseResult, stray_writes: tuple[str, ...]) -> None:
+    """A write outside a tensor's elements (contract §9) fails the case whatever its values: they can only fail a
+    case, never pass it."""
+    if not stray_writes:
+        return
+    result.stray_writes = stray_writes
+    values = "its values match" if result.status is Status.PASS else f"and its values: {result.message}"
+    result.status = Status.FAIL
+    result.message = f"wrote outside its tensors: {stray_writes[0]}; {values}"
 
 
 def _digest(case: Case, outputs: Tensors) -> str | None:
