@@ -10,12 +10,21 @@ from html import escape
 
 from dmlconform import __version__
 from dmlconform.case_result import CaseResult, Status
-from dmlconform.report.diff import SEVERITY, format_closeness, summary_line
+from dmlconform.report.console import path_counts
+from dmlconform.report.diff import SEVERITY, format_closeness, path_lines, summary_line
 from dmlconform.report.histogram import histogram_bars
 from dmlconform.results.diff import CaseDiff, Change, Drift, RunDiff
 from dmlconform.run_result import RunResult, summary
 from dmlconform.ulp_histogram import UlpBucket
-from dmlconform.verdicts import effective_status, fingerprint, introduced_levels, known_issue_cases, level_verdicts
+from dmlconform.verdicts import (
+    by_path,
+    effective_status,
+    fingerprint,
+    introduced_levels,
+    known_issue_cases,
+    level_verdicts,
+    target_verdict,
+)
 
 #: Failing cases drawn in full; the rest are listed by id.
 FAILURES_DRAWN = 200
@@ -79,6 +88,7 @@ def render_html(run: RunResult, diff: RunDiff | None = None) -> str:
         f"<style>{_CSS}</style></head><body>",
         _header(run, verdict, style, diff is not None),
         _levels(run),
+        _paths(run),
         _level_table(run),
     ]
     if diff is not None:
@@ -117,7 +127,10 @@ def _header(run: RunResult, verdict: str, style: str, with_diff: bool) -> str:
                  f'<dl class="meta">{rows}</dl></details></dd>')
     counts = "".join(f'<span class="badge {_status_style(Status(s))}">{count} {escape(s)}</span>'
                      for s, count in sorted(summary(run.results).items()))
-    links = [("levels", "verdicts"), ("table", "operators × levels")]
+    links = [("levels", "verdicts")]
+    if len(by_path(run.results, run.paths)) > 1:
+        links.append(("paths", "paths"))
+    links.append(("table", "operators × levels"))
     if with_diff:
         links.append(("diff", "changes"))
     links += [("failures", "failing cases"), ("nearest", "nearest to threshold"), ("fingerprint", "fingerprint")]
@@ -154,6 +167,32 @@ def _levels(run: RunResult) -> str:
                      f"<small>{verdict.matched}/{verdict.required} required cases matched{note}</small></div>")
     return (f'<section id="levels"><h2>Verdict per feature level</h2><div class="levels">{"".join(cards)}</div>'
             "</section>")
+
+
+def _paths(run: RunResult) -> str:
+    """Where more than one execution path ran (contract §9): each path's counts and its verdict at the judged level."""
+    groups = by_path(run.results, run.paths)
+    if len(groups) < 2:
+        return ""
+    rows = []
+    for name, group in groups.items():
+        verdict = target_verdict(level_verdicts(group, run.target_level), run.target_level)
+        if verdict is None or not verdict.required:
+            css, answer, detail = "none", "—", "no case required"
+        else:
+            css = "good" if verdict.conformant else "bad"
+            answer = "conformant" if verdict.conformant else "not conformant"
+            detail = f"{verdict.matched}/{verdict.required} required cases matched" + (
+                f", {verdict.failing} not" if verdict.failing else "")
+        counts = "".join(f'<span class="badge {_status_style(Status(s))}">{count} {escape(s)}</span>'
+                         for s, count in sorted(summary(group).items()))
+        rows.append(f'<tr><td class="mono">{escape(name)}</td><td>{len(group)}</td><td>{escape(path_counts(group))}'
+                    f'<div class="counts">{counts}</div></td><td class="{css}">{escape(answer)}</td>'
+                    f"<td>{escape(detail)}</td></tr>")
+    return (f'<section id="paths"><h2>Execution paths</h2><p class="dim">each path\'s cases on their own, judged at '
+            f"{escape(run.target_level.label)}: a device may be conformant on one path and not on another</p>"
+            "<table><tr><th>path</th><th>cases</th><th>came out</th><th>verdict at "
+            f"{escape(run.target_level.label)}</th><th>detail</th></tr>{''.join(rows)}</table></section>")
 
 
 def _level_table(run: RunResult) -> str:
@@ -227,7 +266,7 @@ def _case_block(result: CaseResult, open_: bool) -> str:
     head = (f'<summary><span class="badge {_status_style(result.status)}">{escape(status)}</span> '
             f'<b class="mono">{escape(result.id)}</b> <span class="dim">{escape(result.op)} {escape(result.dtype)} '
             f"rank {result.rank}, required from {escape(result.required_level.label)}{escape(rule)}"
-            f"{escape(closeness)}</span></summary>")
+            f"{escape(closeness)} · path {escape(result.path)}</span></summary>")
     histogram = ""
     if result.ulp_histogram:
         total = sum(b.count for b in result.ulp_histogram)
@@ -235,8 +274,17 @@ def _case_block(result: CaseResult, open_: bool) -> str:
                      "elements from the answer (log scale)</figcaption></figure>")
     where = f'<p class="dim">{escape(result.file)}</p>' if result.file else ""
     return (f'<details class="case"{" open" if open_ else ""}>{head}<div class="body"><div>'
-            f'<p class="message">{escape(result.message)}</p>{_elements_table(result)}{where}</div>'
-            f"<div>{histogram}</div></div></details>")
+            f'<p class="message">{escape(result.message)}</p>{_stray_writes(result)}{_elements_table(result)}{where}'
+            f"</div><div>{histogram}</div></div></details>")
+
+
+def _stray_writes(result: CaseResult) -> str:
+    """Every byte the case wrote outside its tensors (contract §9), as the result recorded them."""
+    if not result.stray_writes:
+        return ""
+    items = "".join(f'<li class="mono">{escape(write)}</li>' for write in result.stray_writes)
+    return (f'<p class="bad-text">wrote outside its tensors ({len(result.stray_writes)}): the bytes around its '
+            f'elements came back changed</p><ul class="stray">{items}</ul>')
 
 
 def _failures(run: RunResult) -> str:
@@ -358,7 +406,8 @@ def _diff_section(diff: RunDiff) -> str:
     verdict = "regressed" if diff.regressed else "no regressions"
     parts = [f'<section id="diff"><h2>Changes since the older run <span class="badge {style}">{verdict}</span></h2>',
              f'<p>old: <span class="mono">{escape(diff.old_name)}</span><br>new: <span class="mono">'
-             f"{escape(diff.new_name)}</span></p><p>{escape(summary_line(diff))}</p>"]
+             f"{escape(diff.new_name)}</span></p><p>{escape(summary_line(diff))}</p>",
+             *(f"<p>{escape(line)}</p>" for line in path_lines(diff))]
     if diff.run_changes:
         rows = "".join(f"<tr><td>{escape(c.name)}</td><td>{escape(c.old)}</td><td>{escape(c.new)}</td></tr>"
                        for c in diff.run_changes)

@@ -145,3 +145,22 @@ def test_show_of_one_case_names_its_path_and_its_recorded_stray_writes(run: RunR
     text = out.getvalue()
     assert "path: in-place (output bound over InputTensor)" in text
     assert "wrote outside its tensors (1):" in text and stray.stray_writes[0] in text
+
+
+def test_the_html_report_has_a_section_per_path_and_the_path_and_stray_writes_of_each_failure(run: RunResult):
+    from dmlconform.report.html import render_html
+
+    html = render_html(run)
+    section = html.split('<section id="paths">')[1].split("</section>")[0]
+    rows = {row.split("</td>")[0].rsplit(">", 1)[-1]: row for row in section.split("<tr>")[2:]}
+    assert list(rows) == ["operator", "graph", "in-place"]
+    assert "3 passed" in rows["graph"] and ">conformant<" in rows["graph"]
+    assert "1 passed, 1 failed" in rows["in-place"] and "not conformant" in rows["in-place"]
+    assert '<a href="#paths">' in html
+    failure = html.split('<section id="failures">')[1].split("</section>")[0]
+    stray = next(r for r in run.results if r.stray_writes)
+    assert "path in-place" in failure and "wrote outside its tensors (1)" in failure
+    assert stray.stray_writes[0].replace("<", "&lt;") in failure
+    operator_only = RunResult(run.backend, run.target_level, run.started, 0.0,
+                              [r for r in run.results if r.path == "operator"])
+    assert 'id="paths"' not in render_html(operator_only)  # one path: no section
