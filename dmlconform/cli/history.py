@@ -121,13 +121,16 @@ def add(context: click.Context, paths: tuple[Path, ...], meta_items: tuple[str, 
 @click.pass_context
 def runs(context: click.Context, last: int, stack: str | None, where: tuple[str, ...], db: str | None,
          json_path: Path | None) -> None:
-    """The runs the history holds, oldest first, with their metadata."""
-    from dmlconform.history.queries import recent_runs
+    """The runs the history holds, oldest first, with their metadata; where a run ran on more than one execution path,
+    each path's passed and failed cases."""
+    from dmlconform.history.queries import path_counts, recent_runs
     from dmlconform.report.history import render_runs, runs_document
 
     with _database(context, db) as database:
         found = recent_runs(database, _run_filter(stack, where), last)
-        _answer(json_path, runs_document(found, database.shown), lambda: render_runs(found, make_console()))
+        paths = path_counts(database, [run.id for run in found])
+        _answer(json_path, runs_document(found, database.shown, paths),
+                lambda: render_runs(found, make_console(), paths))
 
 
 @history.command()

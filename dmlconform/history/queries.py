@@ -30,6 +30,7 @@ from typing import Any
 from dmlconform.history import HistoryError
 from dmlconform.history.database import Database, chunks, placeholders
 from dmlconform.history.schema import STATUS_NAMES
+from dmlconform.surface.paths import PATH_NAMES, ExecutionPath, split_case_id
 
 DEFAULT_LAST = 50
 #: Closeness above this is not finite (an element that had to be exact was off): no trend is drawn through it.
@@ -77,6 +78,16 @@ class CaseInfo:
     name: str
     op: str
     dtype: str
+
+    @property
+    def path(self) -> str:
+        """The execution path it ran on (contract §9), from its id: `suite/case@graph` is the graph path's; a case on
+        another path is a case of its own in the history, as in the runs."""
+        return split_case_id(self.name)[1].value
+
+    @property
+    def suite_id(self) -> str:
+        return split_case_id(self.name)[0]
 
 
 @dataclass(frozen=True)
@@ -260,6 +271,8 @@ class StackTimeline:
 class Timeline:
     case: CaseInfo
     stacks: tuple[StackTimeline, ...]
+    #: The same suite case on the other execution paths the history holds (their ids: `relu@graph`, …).
+    other_paths: tuple[str, ...] = ()
 
 
 def timeline(database: Database, case_text: str, runs: RunFilter | None = None,
@@ -277,7 +290,42 @@ def timeline(database: Database, case_text: str, runs: RunFilter | None = None,
         since = _order(shown[0].run)
         without = sum(1 for run in stack_runs if _order(run) >= since) - len(shown)
         stacks.append(StackTimeline(stack, tuple(shown), without))
-    return Timeline(case, tuple(stacks))
+    return Timeline(case, tuple(stacks), _other_paths(database, case))
+
+
+def _other_paths(database: Database, case: CaseInfo) -> tuple[str, ...]:
+    names = [case.suite_id + path.suffix for path in ExecutionPath if case.suite_id + path.suffix != case.name]
+    held = {row[0] for row in database.query(f"SELECT name FROM cases WHERE name IN {placeholders(len(names))}",
+                                             tuple(names))}
+    return tuple(name for name in names if name in held)
+
+
+#: A case row's execution path in SQL, as split_case_id reads it from the id: the id's last characters, by substr
+#: and length, which both databases have (no LIKE: a literal % would be a parameter marker to PostgreSQL's driver).
+_PATH_SQL = ("CASE " + " ".join(f"WHEN substr(c.name, length(c.name) - {len(name)}) = '@{name}' THEN '{name}'"
+                                for name in PATH_NAMES[1:]) + f" ELSE '{PATH_NAMES[0]}' END")
+
+
+@dataclass(frozen=True)
+class PathCounts:
+    """One run's cases on one execution path: how many, matched (passed 1) and failed (passed 0)."""
+
+    cases: int
+    passed: int
+    failed: int
+
+
+def path_counts(database: Database, run_ids: Iterable[int]) -> dict[int, dict[str, PathCounts]]:
+    """Per run, its cases per execution path (contract §9), in the order operator, graph, in-place."""
+    found: dict[int, dict[str, PathCounts]] = defaultdict(dict)
+    for chunk in chunks(sorted(set(run_ids))):
+        rows = database.query(
+            f"SELECT r.run_id, {_PATH_SQL}, COUNT(*), SUM(CASE WHEN r.passed = 1 THEN 1 ELSE 0 END),"
+            " SUM(CASE WHEN r.passed = 0 THEN 1 ELSE 0 END) FROM case_results r JOIN cases c ON c.id = r.case_id"
+            f" WHERE r.run_id IN {placeholders(len(chunk))} GROUP BY 1, 2", chunk)
+        for run_id, path, cases, passed, failed in rows:
+            found[int(run_id)][str(path)] = PathCounts(int(cases), int(passed or 0), int(failed or 0))
+    return {run_id: {name: paths[name] for name in PATH_NAMES if name in paths} for run_id, paths in found.items()}
 
 
 # -- first failure --------------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ naming the question)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -19,6 +19,7 @@ from dmlconform.history.queries import (
     Drift,
     FirstFailure,
     FlakyResult,
+    PathCounts,
     Pruned,
     RunInfo,
     Timeline,
@@ -101,19 +102,31 @@ def render_added(added: Sequence[Added], console: Console, database: str) -> Non
     say(console, f"{new} run(s) added, {len(added) - new} already held, in {database}")
 
 
-def render_runs(runs: Sequence[RunInfo], console: Console) -> None:
+def paths_text(paths: Mapping[str, PathCounts]) -> str:
+    """A run's cases per execution path: `operator 120/2 · graph 118/4` (passed/failed)."""
+    return " · ".join(f"{name} {counts.passed}/{counts.failed}" for name, counts in paths.items())
+
+
+def render_runs(runs: Sequence[RunInfo], console: Console,
+                paths: Mapping[int, Mapping[str, PathCounts]] | None = None) -> None:
+    """The runs; where any ran on more than one execution path (contract §9), a column of each path's passed/failed."""
+    paths = paths or {}
+    several = any(len(paths.get(run.id, {})) > 1 or set(paths.get(run.id, {})) - {"operator"} for run in runs)
     rows = [[f"#{run.id}", run.started[:19].replace("T", " "), run.stack, str(run.cases), str(run.passed),
-             str(run.failed), rate_text(run.pass_rate), " ".join(f"{k}={v}" for k, v in user_meta(run).items()),
+             str(run.failed), rate_text(run.pass_rate)] + ([paths_text(paths.get(run.id, {}))] if several else []) +
+            [" ".join(f"{k}={v}" for k, v in user_meta(run).items()),
              " ".join(run.meta.get(key, "-") for key in VERSION_KEYS), run.source] for run in runs]
-    show_table(console, f"runs ({len(runs)}, oldest first)", ["run", "started", "stack", "cases", "passed", "failed",
-                                                              "pass rate", "meta", "directml driver", "source"],
-               rows, frozenset({3, 4, 5, 6}))
+    headers = ["run", "started", "stack", "cases", "passed", "failed", "pass rate"] + (
+        ["paths (passed/failed)"] if several else []) + ["meta", "directml driver", "source"]
+    show_table(console, f"runs ({len(runs)}, oldest first)", headers, rows, frozenset({3, 4, 5, 6}))
     if not runs:
         say(console, "no runs")
 
 
 def render_timeline(result: Timeline, console: Console) -> None:
-    say(console, f"{result.case.name} ({result.case.op}, {result.case.dtype})")
+    say(console, f"{result.case.name} ({result.case.op}, {result.case.dtype}) on the {result.case.path} path")
+    if result.other_paths:
+        say(console, f"  on other paths, cases of their own: {', '.join(result.other_paths)}")
     for stack in result.stacks:
         rows = [[run_words(row.run), suite_text(row.run),
                  (row.status if row.status == row.outcome else f"{row.status} ({row.outcome})")
@@ -239,7 +252,7 @@ def run_json(run: RunInfo | None) -> dict[str, Any] | None:
 
 
 def case_json(case: CaseInfo) -> dict[str, str]:
-    return {"id": case.name, "op": case.op, "dtype": case.dtype}
+    return {"id": case.name, "op": case.op, "dtype": case.dtype, "path": case.path}
 
 
 def document(query: str, database: str, **fields: Any) -> dict[str, Any]:
@@ -252,13 +265,17 @@ def added_document(added: Sequence[Added], database: str) -> dict[str, Any]:
                                            for entry in added])
 
 
-def runs_document(runs: Sequence[RunInfo], database: str) -> dict[str, Any]:
-    return document("runs", database, runs=[{**run_json(run), "summary": run.summary, "fingerprint": run.fingerprint}
-                                            for run in runs])
+def runs_document(runs: Sequence[RunInfo], database: str,
+                  paths: Mapping[int, Mapping[str, PathCounts]] | None = None) -> dict[str, Any]:
+    paths = paths or {}
+    return document("runs", database, runs=[
+        {**run_json(run), "summary": run.summary, "fingerprint": run.fingerprint,
+         "paths": {name: {"cases": c.cases, "passed": c.passed, "failed": c.failed}
+                   for name, c in paths.get(run.id, {}).items()}} for run in runs])
 
 
 def timeline_document(result: Timeline, database: str) -> dict[str, Any]:
-    return document("timeline", database, case=case_json(result.case), stacks=[
+    return document("timeline", database, case=case_json(result.case), other_paths=list(result.other_paths), stacks=[
         {"stack": stack.stack, "runs_without": stack.runs_without,
          "runs": [{"run": run_json(row.run), "status": row.status, "outcome": row.outcome, "passed": row.passed,
                    "matched": row.matched, "closeness": number(row.closeness), "max_ulp": row.max_ulp,
