@@ -127,7 +127,7 @@ class OperatorModel(ABC):
                 rest = Interaction(key[:-1])
                 rank = key.index("rank") if "rank" in key else None
                 self._possible[key] = frozenset(
-                    (*combo, kind) for combo in self.project(self.universe, rest)
+                    (*combo, kind) for combo in self.possible(rest)
                     for kind in (layout_possible(combo[rank]) if rank is not None else LAYOUTS))
         return self._possible[key]
 
