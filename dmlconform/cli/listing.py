@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dmlconform.cli.common import TIER_HELP, load_cases, make_console, suite_limit_option
+from dmlconform.cli.common import (
+    TIER_HELP,
+    load_cases,
+    make_console,
+    parse_path_option,
+    path_option,
+    suite_limit_option,
+)
 from dmlconform.suite.tiers import NAMES
 
 if TYPE_CHECKING:
@@ -18,21 +25,27 @@ if TYPE_CHECKING:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-k", "expression", metavar="EXPR", help="Select cases as `run -k` does.")
 @click.option("--tier", "tier_name", type=click.Choice(NAMES), help=TIER_HELP)
+@path_option
 @suite_limit_option
-def list_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None,
+def list_cases(paths: tuple[Path, ...], expression: str | None, tier_name: str | None, path_text: str,
                suite_limits: SuiteLimits) -> None:
-    """List the cases with their operator, data type, rank and required feature level."""
+    """List the cases with their operator, data type, rank and required feature level; with --path, each case on
+    each path that applies to it, as `run --path` runs them."""
     from rich.table import Table
 
-    cases = load_cases(paths, expression, tier_name, limits=suite_limits)
-    table = Table("case", "op", "dtype", "rank", "required", "kind")
+    execution_paths = parse_path_option(path_text)
+    cases = load_cases(paths, expression, tier_name, limits=suite_limits, execution_paths=execution_paths)
+    several = len(execution_paths) > 1 or execution_paths[0].value != "operator"
+    table = Table("case", "op", "dtype", "rank", "required", "kind", *(("path",) if several else ()))
     for case in cases:
         kind = "invalid" if case.expect_invalid else ("candidates" if case.candidates else "single")
         table.add_row(case.full_id, case.op.name, case.dtype.name, str(case.rank), case.required_level.label,
-                      kind)
+                      kind, *((case.path.value,) if several else ()))
     console = make_console()
     console.print(table)
-    console.print(f"{len(cases)} cases")
+    counts = {path.value: sum(1 for case in cases if case.path is path) for path in execution_paths}
+    console.print(f"{len(cases)} cases" + (" (" + ", ".join(f"{count} on {name}" for name, count in counts.items())
+                                           + ")" if several else ""))
 
 
 @click.command()

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, make_console
+from dmlconform.cli.common import EXIT_FAILED, EXIT_OK, fail, make_console, parse_path_option, path_option
 from dmlconform.suite.tiers import NAMES
+from dmlconform.surface.paths import ExecutionPath
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -55,12 +56,14 @@ RESULT_PREFIX = "onnxruntime-directml-"
               "on where it stopped).")
 @click.option("--xz", "compress", is_flag=True, help="Write each release's result compressed with xz "
               "(onnxruntime-directml-V.json.xz), for keeping whole tiers in a repository.")
+@path_option
 def matrix(versions: tuple[str, ...], all_available: bool, tier_name: str, out_dir: Path, adapter: str | None,
            jobs: int, baseline: Path | None, expression: str | None, reference: str | None, timeout_s: float,
-           same_dll: str, reuse: bool, compress: bool) -> None:
+           same_dll: str, reuse: bool, compress: bool, path_text: str) -> None:
     """Run a tier on the DirectML.dll of each onnxruntime-directml VERSION (default: every cached release) and
     compare them: per release the DLL's version and digest, the feature level it reports, the cases per status, and
-    the cases whose status or outputs (bit for bit) differ from the reference's. A release whose DirectML.dll is
+    the cases whose status or outputs (bit for bit) differ from the reference's (each case on each --path: a case on
+    the graph path is compared with the reference's on the graph path). A release whose DirectML.dll is
     byte-identical to one already run is not run again (see --same-dll). No release's known issues are applied: the
     results say what each DirectML did (they are the evidence the known issues rest on; --baseline still applies).
 
@@ -82,9 +85,10 @@ def matrix(versions: tuple[str, ...], all_available: bool, tier_name: str, out_d
 
 def _matrix(stop: StopRequest, versions: tuple[str, ...], all_available: bool, tier_name: str, out_dir: Path,
             adapter: str | None, jobs: int, baseline: Path | None, expression: str | None, reference: str | None,
-            timeout_s: float, same_dll: str, reuse: bool, compress: bool) -> int:
+            timeout_s: float, same_dll: str, reuse: bool, compress: bool, path_text: str) -> int:
     from dmlconform import __version__
     from dmlconform.atomic_file import write_atomically
+    from dmlconform.cli.execution import path_settings
     from dmlconform.report.matrix import matrix_markdown, render_matrix
     from dmlconform.results import ResultsError
     from dmlconform.results.expectations import load_expectations
@@ -93,6 +97,7 @@ def _matrix(stop: StopRequest, versions: tuple[str, ...], all_available: bool, t
     if os.environ.get("DMLCONFORM_DIRECTML"):
         # It would win over each release's own DLL (directml/library.py: choose_directml), so every row would run it.
         fail("DMLCONFORM_DIRECTML is set: `matrix` runs each release's own DirectML.dll; unset it")
+    execution_paths = parse_path_option(path_text)
     chosen = _versions(versions, all_available)
     if reference is not None and reference not in chosen:
         fail(f"--reference {reference}: not one of the releases in the matrix ({', '.join(chosen)})")
@@ -111,9 +116,9 @@ def _matrix(stop: StopRequest, versions: tuple[str, ...], all_available: bool, t
         "tool_version": __version__, "tier": tier_name, "expression": expression, "adapter": adapter, "jobs": jobs,
         "timeout_s": timeout_s, "same_dll": same_dll,
         "baseline": [{"path": e.path, "sha256": e.sha256} for e in expectations.files],
-        "versions": "all available" if all_available else list(versions) or "cached"}
+        "versions": "all available" if all_available else list(versions) or "cached", **path_settings(execution_paths)}
     runner = release_runner(tier_name, expression, adapter, jobs, timeout_s, expectations, out_dir, compress, reuse,
-                            stop, console)
+                            stop, console, execution_paths)
     rows = run_matrix(chosen, release_fetcher(stop), runner, _log, same_code=same_dll == "code")
     used = compare_rows(rows, reference)
     result = Matrix(rows, used, settings, started.isoformat(), time.monotonic() - clock)
@@ -182,9 +187,11 @@ def _stopped(stop: StopRequest) -> None:
 
 def release_runner(tier_name: str, expression: str | None, adapter: str | None, jobs: int, timeout_s: float,
                    expectations: Expectations, out_dir: Path, compress: bool, reuse: bool, stop: StopRequest,
-                   console: Console) -> RunRelease:
-    """Runs the tier on a release's DirectML.dll with the run engine and writes its result into `out_dir`; the run
-    and the file's name. ReleaseUnusable when the harness cannot start on that DLL."""
+                   console: Console, execution_paths: tuple[ExecutionPath, ...] = (ExecutionPath.OPERATOR,)
+                   ) -> RunRelease:
+    """Runs the tier on a release's DirectML.dll with the run engine, each case on each of `execution_paths` where it
+    applies, and writes its result into `out_dir`; the run and the file's name. ReleaseUnusable when the harness
+    cannot start on that DLL."""
     from dmlconform.backends.base import BackendOptions
     from dmlconform.cli.execution import BackendUnavailable, RunRequest, execute
     from dmlconform.results.matrix import ReleaseRun, ReleaseUnusable
@@ -195,7 +202,8 @@ def release_runner(tier_name: str, expression: str | None, adapter: str | None, 
         name = f"{RESULT_PREFIX}{version}.json" + (".xz" if compress else "")
         options = BackendOptions(timeout_s=timeout_s, directml_version=version, adapter=adapter)
         request = RunRequest((), "directml", options, expression=expression, tier_name=tier_name, jobs=jobs,
-                             expectations=expectations, result_file=out_dir / name, raise_if_unavailable=True)
+                             expectations=expectations, result_file=out_dir / name, raise_if_unavailable=True,
+                             execution_paths=execution_paths)
         kept = _kept_result(out_dir / name, request, release) if reuse else None
         if kept is not None:
             click.echo(f"dmlconform: onnxruntime-directml {version}: taking the result kept in {out_dir / name} "

@@ -53,3 +53,41 @@ def test_the_default_path_is_the_operator_path_and_a_bad_path_is_one_line(tmp_pa
     assert bad.exit_code == 2
     assert bad.output == "dmlconform: error: --path graph,sideways: 'sideways' is not a path (operator, graph, " \
                          "in-place, or all)\n"
+
+
+def test_list_path_all_lists_each_case_on_each_path_that_applies(tmp_path: Path):
+    suite = write_suite(tmp_path)
+    out = CliRunner().invoke(main, ["list", str(suite), "--path", "all"], catch_exceptions=False, terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert "paths/clip-strided@in-place" in out.output and "paths/relu@graph" in out.output
+    assert "paths/relu@in-place" not in out.output  # ReluGrad's page allows no output over an input
+    assert out.output.rstrip().endswith("8 cases (3 on operator, 3 on graph, 2 on in-place)")
+    plain = CliRunner().invoke(main, ["list", str(suite)], catch_exceptions=False, terminal_width=200)
+    assert plain.output.rstrip().endswith("\n3 cases") and "@graph" not in plain.output
+
+
+def test_a_matrix_runs_each_release_on_the_paths_asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    import dmlconform.cli.execution as execution
+    import dmlconform.cli.matrix as matrix_command
+    from dmlconform.cli.common import make_console
+    from dmlconform.cli.execution import StopRequest
+    from dmlconform.results.expectations import Expectations
+    from dmlconform.surface.paths import ExecutionPath
+
+    requests = []
+
+    class Stop(Exception):
+        pass
+
+    def execute(request, stop, console):
+        requests.append(request)
+        raise Stop
+
+    monkeypatch.setattr(execution, "execute", execute)
+    paths = (ExecutionPath.OPERATOR, ExecutionPath.GRAPH)
+    run_release = matrix_command.release_runner("smoke", None, None, 1, 60.0, Expectations(), tmp_path, False, False,
+                                                StopRequest(), make_console(), paths)
+    release = type("Release", (), {"package_version": "1.24.4", "directml_version": "1.15.4"})()
+    with pytest.raises(Stop):
+        run_release(release)
+    assert requests[0].execution_paths == paths and requests[0].settings["paths"] == ["operator", "graph"]
