@@ -200,6 +200,8 @@ def run_command(args: argparse.Namespace, harness: Harness, jobs: int, options: 
     """The `dmlconform run` command of one run."""
     command = [*dmlconform_command(), "run", *([str(args.suites.resolve())] if args.suites else []),
                "--tier", args.tier, "--jobs", str(jobs), "--timeout", str(args.timeout), "--json", str(result)]
+    if args.path != "operator":
+        command += ["--path", args.path]
     if args.k:
         command += ["-k", args.k]
     backend = ["--backend", "onnxruntime", "--ep", "dml"] if args.ep else ["--backend", "native"]
@@ -434,11 +436,12 @@ def load_workload(args: argparse.Namespace) -> tuple[list[object], tuple[float, 
     or of the suites does) and from the parsed-suite cache (every later run; the timed runs find it filled)."""
     from dmlconform.cli.common import load_cases
     from dmlconform.runner.loading import default_helpers, parallel_parser
+    from dmlconform.surface.paths import parse_paths
 
     def load() -> tuple[list[object], float]:
         clock = time.perf_counter()
         cases = load_cases((args.suites,) if args.suites else (), args.k, args.tier,
-                           parallel_parser(default_helpers()))
+                           parallel_parser(default_helpers()), execution_paths=parse_paths(args.path))
         return cases, time.perf_counter() - clock
 
     from dmlconform.suite import parsed_cache
@@ -607,6 +610,7 @@ def measure(args: argparse.Namespace, jobs: list[int], cpus: int, root: Path, ou
     what = "--backend onnxruntime --ep dml" + "".join(f" --session-config {c}" for c in args.session_config) \
         if args.ep else ("--backend directml" if harness.packaged else "--backend native")
     say(f"workload: dmlconform run{f' {args.suites}' if args.suites else ''} --tier {args.tier}"
+        f"{f' --path {args.path}' if args.path != 'operator' else ''}"
         f"{f' -k {shlex.quote(args.k)}' if args.k else ''} {what}, {len(cases)} cases; "
         f"{'host' if args.ep else 'harness'} {harness.label}",
         f"machine: {cpus} CPUs, load average {os.getloadavg()[0]:.1f} at the start", warm_up(args, harness))
@@ -680,6 +684,8 @@ def main() -> int:
                         help="with --ep: a session config entry for every session (repeatable), e.g. "
                         "ep.dml.disable_graph_fusion=1 as CI's step")
     parser.add_argument("--tier", default="standard", choices=["smoke", "standard", "full"])
+    parser.add_argument("--path", default="operator",
+                        help="execution paths, as `dmlconform run --path` takes them (docs/api-surface.md)")
     parser.add_argument("--suites", type=Path, metavar="DIR", help="suites of one's own (e.g. a frozen copy of "
                         "test_vectors/) instead of the bundled ones")
     parser.add_argument("-k", help="select cases as `dmlconform run -k` does")

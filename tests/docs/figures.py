@@ -35,6 +35,7 @@ CASE_ID = re.compile(r"\b(?:relu_grad|clip_grad1|slice_grad|max_pooling_grad|res
 ILLUSTRATIVE_IDS = {
     "seed.broken/max-pooling-grad-2x2": "a deliberately broken package in verify's example output",
     "slice_grad.core/seed-example": "the frame protocol's example request",
+    "clip_grad1.layouts/padded": "the example of a request with buffers (docs/native-harness.md section 10)",
 }
 
 
