@@ -14,7 +14,10 @@ and contract §1. A driver is a `Knobs` value:
   of real bugs in docs/oracle.md.
 
 A driver runs through the real runner as an in-process backend (`SimulatedDriver`), so what the
-mutation figure measures is what `dmlconform run` would report.
+mutation figure measures is what `dmlconform run` would report. Where a case has whole buffers (a layout, or the
+graph or in-place path: contract §9) the driver is handed them as a real one is, reads each input from its buffer
+through its Strides and Offset, and stores the output's elements through its layout and nothing else; the buffer
+knobs and bugs change only that.
 
 The one thing borrowed from the package is description validation (`case.op.validate`): a driver must
 refuse what DirectML refuses, and the validation rules are tested on their own (tests/ops/
@@ -253,7 +256,7 @@ def _run_on_buffers(knobs: Knobs, case: Case, trace: list[tuple[str, int]] | Non
     if knobs.output_init == "zero-elements":
         buffers.store(name, target, np.zeros_like(output), packed_output)
     if case.path is ExecutionPath.IN_PLACE and target != name:
-        _store_in_place(knobs, case, buffers, inputs, output, target)
+        _store_in_place(knobs, case, buffers, inputs, output, target, packed_output)
     else:
         buffers.store(name, target, output, packed_output)
     if binding.edges:
@@ -270,7 +273,7 @@ _VECTOR = 4
 
 
 def _store_in_place(knobs: Knobs, case: Case, buffers: _Buffers, inputs: Mapping[str, np.ndarray],
-                    output: np.ndarray, target: str) -> None:
+                    output: np.ndarray, target: str, packed: bool) -> None:
     """The output stored over the input it aliases (ClipGrad1's X)."""
     name, desc = case.op.outputs[0], case.description
     if knobs.bug == "in-place-gradient-copied-first":
@@ -291,7 +294,7 @@ def _store_in_place(knobs: Knobs, case: Case, buffers: _Buffers, inputs: Mapping
             value = np.full(output.shape, one, dtype=output.dtype)
             buffers.store(name, target, value, only=np.array([number]))
         return
-    buffers.store(name, target, output)
+    buffers.store(name, target, output, packed)
     size = output.size
     if knobs.bug == "in-place-vector-tail-rereads-output" and size > _VECTOR and size % _VECTOR:
         # The last vector is the last _VECTOR elements: those the vector before it already stored are computed
