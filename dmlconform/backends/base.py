@@ -17,6 +17,9 @@ class OutcomeKind(Enum):
     OUTPUTS = "outputs"  # the backend ran the case
     REFUSED = "refused"  # the backend's description checks rejected the case
     NOT_SUPPORTED = "not_supported"  # valid, but this backend cannot run it
+    #: The case's layout or path (contract §9) is one this kind of backend cannot express by design (ONNX Runtime's
+    #: graphs, PyTorch): SKIPPED with the reason, never run as something else; not a failure of the device.
+    UNEXPRESSIBLE = "unexpressible"
     ERROR = "error"  # the backend failed or returned something unusable
     CRASH = "crash"
     TIMEOUT = "timeout"
@@ -54,16 +57,17 @@ class Outcome:
 
 
 def unexpressed(case: Case, who: str) -> Outcome | None:
-    """NOT_SUPPORTED for a case whose layout or path (contract §9) a backend that runs logical tensors cannot express,
-    naming what: such a backend never runs the packed operator and reports it as this case. None: the case is a packed
-    one on the operator path."""
+    """UNEXPRESSIBLE (SKIPPED, with the reason) for a case whose layout or path (contract §9) a backend that runs
+    logical tensors cannot express, naming what: such a backend never runs the packed operator and reports it as this
+    case. None: the case is a packed one on the operator path."""
     if not case.uses_buffers:
         return None
     what = [f"{name}'s " + ", ".join(f"{key} {value}" for key, value in layout.to_dict().items())
             for name, layout in case.description.layouts.items() if not layout.is_default]
     if case.path.value != "operator":
         what.append(f"the {case.path.value} path")
-    return Outcome.not_supported(f"{who} cannot express {' / '.join(what)}: it runs packed tensors on one operator")
+    return Outcome(OutcomeKind.UNEXPRESSIBLE,
+                   message=f"{who} cannot express {' / '.join(what)}: it runs packed tensors on one operator")
 
 
 @dataclass

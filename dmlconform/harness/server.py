@@ -158,7 +158,8 @@ class HarnessServer:
             return "error", [], f"backend raised {type(exc).__name__}: {exc}"
         if outcome.kind is OutcomeKind.OUTPUTS:
             return "ok", [(name, outcome.outputs[name]) for name in case.op.outputs if name in outcome.outputs], ""
-        status = {OutcomeKind.REFUSED: "refused", OutcomeKind.NOT_SUPPORTED: "unsupported"}.get(outcome.kind, "error")
+        status = {OutcomeKind.REFUSED: "refused", OutcomeKind.NOT_SUPPORTED: "unsupported",
+                  OutcomeKind.UNEXPRESSIBLE: "unsupported"}.get(outcome.kind, "error")
         prefix = "" if status != "error" or outcome.kind is OutcomeKind.ERROR else f"{outcome.kind.value}: "
         return status, [], prefix + outcome.message
 
@@ -188,7 +189,8 @@ class HarnessServer:
         except Exception as exc:  # an in-process backend bug costs this case only
             return protocol.encode_result(case_id, "error", message=f"backend raised {type(exc).__name__}: {exc}")
         if outcome.kind is not OutcomeKind.OUTPUTS:
-            status = {OutcomeKind.REFUSED: "refused", OutcomeKind.NOT_SUPPORTED: "unsupported"}.get(outcome.kind,
+            status = {OutcomeKind.REFUSED: "refused", OutcomeKind.NOT_SUPPORTED: "unsupported",
+                  OutcomeKind.UNEXPRESSIBLE: "unsupported"}.get(outcome.kind,
                                                                                                      "error")
             return protocol.encode_result(case_id, status, message=outcome.message)
         images = images_after(case.description, binding, request.images, outcome.outputs)

@@ -205,7 +205,7 @@ def _ci_overlay(results: list[CaseResult], console: Console, limit: int) -> None
     for status, title in ((Status.FLAKE, "flaky (listed, does not fail the run)"),
                           (Status.EXPECTED_FAIL, "known failures from the baseline"),
                           (Status.WAIVED, "failures covered by a certification waiver"),
-                          (Status.SKIPPED, "skipped by a skip list")):
+                          (Status.SKIPPED, "skipped by a skip list, or a layout or path the backend cannot express")):
         hits = [r for r in results if r.status is status and r.known_issue is None]
         if not hits:
             continue

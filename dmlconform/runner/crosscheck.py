@@ -227,7 +227,7 @@ def decide(checked: CaseCrosscheck, expect_invalid: bool = False) -> None:
     """Set the verdict, the backends it names and a note (definitions in the module docstring)."""
     takes = checked.takes
     supporters = [t.backend for t in takes if t.status.matched]
-    unsupported = [t.backend for t in takes if t.status is Status.NOT_SUPPORTED]
+    unsupported = [t.backend for t in takes if t.status in (Status.NOT_SUPPORTED, Status.SKIPPED)]
     dissenters = [t.backend for t in takes if t.ran and not t.status.matched]
     failed = [t.backend for t in takes if t.backend not in supporters + unsupported + dissenters]
     notes = []

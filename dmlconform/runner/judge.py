@@ -105,7 +105,8 @@ def _digest(case: Case, outputs: Tensors) -> str | None:
 
 
 def _copy_failure(outcome: Outcome, result: CaseResult) -> None:
-    status = {OutcomeKind.NOT_SUPPORTED: Status.NOT_SUPPORTED, OutcomeKind.CRASH: Status.CRASH,
+    status = {OutcomeKind.NOT_SUPPORTED: Status.NOT_SUPPORTED, OutcomeKind.UNEXPRESSIBLE: Status.SKIPPED,
+              OutcomeKind.CRASH: Status.CRASH,
               OutcomeKind.TIMEOUT: Status.TIMEOUT}.get(outcome.kind, Status.ERROR)
     result.status, result.message = status, outcome.message
 

@@ -45,7 +45,7 @@ def test_a_layout_or_a_path_is_not_supported_per_case_naming_what(who: str, back
     }
     for case_id, what in expected.items():
         outcome = backend.run(cases[case_id])
-        assert outcome.kind is OutcomeKind.NOT_SUPPORTED, case_id
+        assert outcome.kind is OutcomeKind.UNEXPRESSIBLE, case_id
         assert outcome.message.startswith(f"{who} cannot express {what}:"), outcome.message
 
 
