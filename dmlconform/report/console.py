@@ -151,8 +151,14 @@ def path_lines(run: RunResult) -> list[str]:
         if verdict is None or not verdict.required:
             answers.append(f"{name} - (no case required)")
             continue
-        answers.append(f"{name} {'yes' if verdict.conformant else 'no'} ({verdict.matched}/{verdict.required}"
-                       + (f", {verdict.failing} not" if verdict.failing else "") + ")")
+        answer = "yes" if verdict.conformant else "no"
+        if verdict.only_known_issues:
+            answer = "no, only DirectML's known issues — the device: yes"
+        not_matched = ""
+        if verdict.failing:
+            not_matched = f", {verdict.failing} not" + (f", {verdict.known_issues} of them DirectML's known issues"
+                                                        if verdict.known_issues else "")
+        answers.append(f"{name} {answer} ({verdict.matched}/{verdict.required}{not_matched})")
     lines.append(f"conformant at {run.target_level} per path: " + " · ".join(answers))
     return lines
 
