@@ -10,7 +10,8 @@ ran compare with the reference (PASS/FAIL as judged) and with the harness's outp
 following another candidate of an undocumented behaviour (the graph and DirectML read it differently: both match the
 golden's candidates); or, reading it alike, differing by at most so many ULP (float sums in another order). --notes
 lists the distinct refusal and failure messages with their counts. Cases the backend refuses as invalid (INVALID_OK)
-are counted apart: they never reach the EP.
+are counted apart: they never reach the EP. So are the cases whose layout or path ONNX Runtime's graphs cannot express
+by design (docs/api-surface.md: SKIPPED, naming what; NOT_SUPPORTED in results taken before that): no graph is built.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ from dmlconform.results.document import read_document
 
 RAN = {"PASS", "FAIL"}
 FAILED = {"ERROR", "CRASH", "TIMEOUT"}
+#: The message dmlconform.backends.base.unexpressed gives a layout or path case the backend cannot express.
+UNEXPRESSED = re.compile(r"cannot express .*: it runs packed tensors on one operator$")
+
+
+def unexpressible(result: CaseResult) -> bool:
+    """A case whose layout or path the EP's graphs cannot express by design (never run: no graph is built)."""
+    return came_to(result) in ("SKIPPED", "NOT_SUPPORTED") and bool(UNEXPRESSED.search(result.message or ""))
 
 
 @dataclass
@@ -91,11 +99,15 @@ def main() -> None:
     theirs = {r.id: r for r in harness.results}
     cells: dict[tuple, Cell] = defaultdict(Cell)
     invalid = Counter()
+    unexpressed = Counter()
     notes: Counter[str] = Counter()
     for result in ort.results:
         status = came_to(result)
         if status == "INVALID_OK":
             invalid[result.op] += 1
+            continue
+        if unexpressible(result):
+            unexpressed[result.op] += 1
             continue
         key = (result.op, result.dtype, result.rank) if args.by_rank else (result.op, result.dtype)
         cell = cells[key]
@@ -153,6 +165,9 @@ def main() -> None:
           f"{total.harness_missing} |")
     print(f"\ninvalid cases refused before any graph (INVALID_OK): {sum(invalid.values())} "
           f"({', '.join(f'{op} {n}' for op, n in sorted(invalid.items()))})")
+    if unexpressed:
+        print(f"layout or path cases the EP's graphs cannot express, left out (not run by design): "
+              f"{sum(unexpressed.values())} ({', '.join(f'{op} {n}' for op, n in sorted(unexpressed.items()))})")
     if args.notes:
         print()
         for text, count in notes.most_common():
