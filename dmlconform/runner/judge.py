@@ -43,12 +43,23 @@ def judge_outcome(case: Case, outcome: Outcome, target: FeatureLevel, stray_writ
 
 def evaluate(case: Case, outcome: Outcome, result: CaseResult, stray_writes: tuple[str, ...] = ()) -> None:
     kind = outcome.kind
+    if kind is OutcomeKind.OUTPUTS and outcome.images is not None:
+        # Read first, a negative case's too: an accepted invalid description keeps what it wrote (its digest, the
+        # outputs a certification package holds) and any byte it wrote outside its tensors.
+        read = read_back(case.description, case.binding, images_before(case.description, case.binding, case.inputs),
+                         outcome.images)
+        if read.problem:
+            result.status, result.message = Status.ERROR, read.problem
+            return
+        outcome.outputs = read.outputs
+        result.stray_writes = tuple(str(stray) for stray in read.stray)
     if case.expect_invalid:
         if kind is OutcomeKind.REFUSED:
             result.status, result.message = Status.INVALID_OK, f"refused as it should be: {outcome.message}"
         elif kind is OutcomeKind.OUTPUTS:
             reason = _reference_refusal(case)
             result.status, result.message = Status.FAIL, f"accepted an invalid description ({reason})"
+            result.stray_writes = result.stray_writes or stray_writes
         else:
             _copy_failure(outcome, result)
         return
@@ -64,15 +75,7 @@ def evaluate(case: Case, outcome: Outcome, result: CaseResult, stray_writes: tup
     if kind is not OutcomeKind.OUTPUTS:
         _copy_failure(outcome, result)
         return
-    if outcome.images is not None:
-        read = read_back(case.description, case.binding, images_before(case.description, case.binding, case.inputs),
-                         outcome.images)
-        if read.problem:
-            result.status, result.message = Status.ERROR, read.problem
-            return
-        outcome.outputs = read.outputs
-        result.stray_writes = tuple(str(stray) for stray in read.stray)
-    elif case.path is not ExecutionPath.OPERATOR:
+    if outcome.images is None and case.path is not ExecutionPath.OPERATOR:
         result.status = Status.ERROR
         result.message = f"the backend returned no buffers for a case on the {case.path.value} path"
         return

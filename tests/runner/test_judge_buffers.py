@@ -47,3 +47,17 @@ def test_logical_outputs_on_another_path_than_operator_are_an_error() -> None:
     case, _ = _right_images("graph")
     result = judge_outcome(case, Outcome.ran(case.reference().outputs), HIGHEST)  # type: ignore[union-attr, arg-type]
     assert result.status is Status.ERROR and "no buffers" in result.message
+
+
+def test_an_accepted_negative_case_on_buffers_keeps_what_it_wrote() -> None:
+    """A certification keeps the outputs of a negative case DirectML accepted; on the graph path they come from the
+    buffers (found by verify on an H100 package: the graph path's accepted negative cases had none)."""
+    from dataclasses import replace
+
+    case, images = _right_images("graph")
+    negative = replace(case, expect_invalid=True, expected=None)  # type: ignore[call-arg]
+    outcome = Outcome.ran_buffers(images)
+    result = judge_outcome(negative, outcome, HIGHEST)  # type: ignore[arg-type]
+    assert result.status is Status.FAIL and "accepted an invalid description" in result.message
+    assert set(outcome.outputs) == {"OutputGradientTensor", "OutputGradientTensor@edges"}
+    assert result.output_sha256 is not None
