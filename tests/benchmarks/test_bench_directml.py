@@ -140,10 +140,16 @@ def test_each_run_is_the_command_a_user_runs(bench: ModuleType, tmp_path: Path) 
     import argparse
 
     args = argparse.Namespace(suites=None, tier="standard", timeout=60.0, k="relu", ep=False, adapter="lavapipe",
-                              directml=None, directml_version="1.24.4", session_config=["ep.dml.x=1"])
+                              directml=None, directml_version="1.24.4", session_config=["ep.dml.x=1"],
+                              path="operator")
     packaged = bench.Harness("env A=1 wine64 dml_harness.exe", "packaged", wine=True, packaged=True)
     command = bench.run_command(args, packaged, 2, "--buffers-per-case", tmp_path / "t-%p.jsonl", tmp_path / "r.json")
     assert command[command.index("--backend") + 1] == "directml" and "--directml-version" in command
+    assert "--path" not in command  # the operator path: the command as before issue 40
+    args.path = "graph"
+    on_graph = bench.run_command(args, packaged, 2, "", None, tmp_path / "r.json")
+    assert on_graph[on_graph.index("--path") + 1] == "graph"
+    args.path = "operator"
     assert command[-3:] == ["--program-option=--buffers-per-case", "--program-option=--timings",
                             f"--program-option=Z:{str(tmp_path).replace('/', chr(92))}{chr(92)}t-%p.jsonl"]
     assert not [c for c in command if c.startswith("--session-config")]

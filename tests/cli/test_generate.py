@@ -16,12 +16,17 @@ def invoke(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-@pytest.mark.slow
-def test_check_names_every_file_that_differs(tmp_path):
-    shutil.copytree(bundled_suites() / "smoke", tmp_path / "smoke")
-    target = tmp_path / "smoke" / "slice_grad.yaml"
-    target.write_text(target.read_text().replace("InputWindowStrides: [", "InputWindowStrides: [", 1) + "# edited\n")
-    result = invoke("generate", "--tier", "smoke", "--check", "--output", str(tmp_path), "--quiet")
+def test_check_names_every_file_that_differs(tiny_descriptions, tmp_path):
+    """On a description of its own (one ResampleGrad1 case in the smoke tier): generating the bundled tiers takes tens of
+    seconds, and their bytes are checked by the SIMD test in CI's scan step."""
+    (tiny_descriptions / "tiny.yaml").write_text(yaml.safe_dump(
+        {**TINY, "families": [{**TINY["families"][0], "counts": {"smoke": 1, "full": 1}}]}))
+    out = tmp_path / "out"
+    assert invoke("generate", "--tier", "smoke", "--output", str(out), "--quiet").exit_code == 0
+    assert invoke("generate", "--tier", "smoke", "--check", "--output", str(out), "--quiet").exit_code == 0
+    target = out / "smoke" / "tiny.yaml"
+    target.write_text(target.read_text() + "# edited\n")
+    result = invoke("generate", "--tier", "smoke", "--check", "--output", str(out), "--quiet")
     assert result.exit_code == 1
     assert result.stdout.strip() == f"dmlconform generate --check: {target}: edited by hand (its hash differs from " \
                                     "the manifest's)"
@@ -92,8 +97,12 @@ def test_the_generators_give_the_same_bytes_whatever_simd_kernels_numpy_dispatch
     it runs in this process, whose NumPy dispatches the widest kernels (a subprocess where the environment switches
     some off), while the subprocesses run; the pairwise choices test_check_names_every_file_that_differs made here
     already are not made twice. (Shown to fail with np.unique in place of unique_sorted on an AVX-512 machine.) A tier
-    scan: the smoke tier in the test command, both committed tiers in .ci/run's scan step."""
-    tiers = ["--tier", "smoke"] if request.config.getoption("--scan-tier") == "smoke" else []
+    scan: both committed tiers in .ci/run's scan step (skipped in the test command)."""
+    if request.config.getoption("--scan-tier") == "smoke":
+        # Every committed tier regenerated three times is most of a minute of both cores since the layout families
+        # (issue 40): the test command leaves it to CI's scan step, which checks the smoke tier's bytes too.
+        pytest.skip("the generators' bytes under every SIMD setting: CI's scan step (--scan-tier standard)")
+    tiers: list[str] = []
     import os
     import subprocess
     import sys

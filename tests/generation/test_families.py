@@ -40,11 +40,11 @@ def test_a_case_depends_on_its_key_not_on_how_many_cases_the_family_has():
 
 @pytest.mark.slow
 def test_generating_twice_gives_the_same_files():
-    # Two descriptions (an element-wise one and MaxPoolingGrad's, pairwise family included) keep it quick; every tier's
-    # bytes against the committed ones are tests/cli/test_generate.py's.
-    chosen = [d for d in load_descriptions() if d.suite in ("relu_grad", "max_pooling_grad")]
+    # One description (ReluGrad's: its pairwise and layout families' greedy choices included) keeps it quick; every
+    # tier's bytes against the committed ones are tests/cli/test_generate.py's (CI's scan step).
+    chosen = [d for d in load_descriptions() if d.suite == "relu_grad"]
     first, second = (render(Tier.SMOKE, build_tier(Tier.SMOKE, chosen)) for _ in range(2))
-    assert len(chosen) == 2 and first.manifest == second.manifest and first.files == second.files
+    assert len(chosen) == 1 and first.manifest == second.manifest and first.files == second.files
 
 
 def test_benchdnn_shapes_convert_to_dml_geometry():
