@@ -2,7 +2,7 @@
 harness under atheris (libFuzzer) in a process of its own, crashes kept, figures summed up.
 
     python -m fuzz.run --budget 120                 # every harness, 120 s shared out (plus start-up)
-    python -m fuzz.run --budget 60 --jobs 2         # CI: the same shares, two harnesses at a time
+    python -m fuzz.run --budget 40 --jobs 2         # CI: the same shares, two harnesses at a time
     python -m fuzz.run --budget 1200 --only suite_yaml,result_document
     python -m fuzz.run --replay                     # every kept crash and every seed once, without atheris
 
