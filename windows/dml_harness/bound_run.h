@@ -1,7 +1,7 @@
-// bound_run.h - a case with buffer images on the device: its dispatchable (dispatchables.h) initialized, one buffer
-// per image filled with exactly the image's bytes, each tensor bound at its BindingOffset with its
-// TotalTensorSizeInBytes (an in-place output over its input's buffer, the graph's edges output over its image),
-// dispatched, and every buffer read back whole.
+// bound_run.h - a case with buffer images on the device: one buffer per image filled with exactly the image's bytes,
+// each tensor bound at its BindingOffset with its TotalTensorSizeInBytes (an in-place output over its input's buffer,
+// the graph's edges output over its image), and every buffer read back whole; its dispatchable (dispatchables.h)
+// initialized and dispatched over them by dispatch.h's run.
 #pragma once
 
 #include "bound_case.h"

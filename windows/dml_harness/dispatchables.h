@@ -1,7 +1,7 @@
 // dispatchables.h - what a case dispatches, one kind per path (after DxDispatch's Dispatchable per kind): the
 // operator compiled alone (IDMLDevice::CreateOperator + CompileOperator: the operator and in-place paths) or as
 // nodes of a compiled graph (IDMLDevice1::CompileGraph: the graph path). Either is an IDMLCompiledOperator,
-// initialized and dispatched alike (executor.cpp, bound_run.cpp).
+// initialized and dispatched alike (dispatch.cpp, for executor.cpp and bound_run.cpp).
 #pragma once
 
 #include "bound_case.h"

@@ -1,5 +1,7 @@
-// executor.h - running one case on the device: its operator created, compiled and initialized, its buffers
-// filled, the initializer and the operator recorded into one command list, submitted, and the output read back.
+// executor.h - running one packed case on the device: its operator created and compiled, one buffer per input
+// filled with its bytes and the output's with the poison, bound whole, run by dispatch.h (initializer and operator
+// recorded into one command list, submitted), and the output read back; the buffers and descriptor heap every case
+// reuses.
 #pragma once
 
 #include "descriptions.h"

@@ -20,7 +20,8 @@
 // operators (support tables, hello), descriptions (request -> DML_*_OPERATOR_DESC), executor (packed cases),
 // recording (command lists, the shared descriptor heap, reused buffers), bound_case (requests with buffers:
 // layouts, images, paths), dispatchables (compiled operator, compiled graph), bound_run (buffer images bound and
-// read back), timing (--timings) and replies. Build: ../README.md.
+// read back), dispatch (the run both paths share: initializer, buffers, binding tables, submission, readback),
+// timing (--timings) and replies. Build: ../README.md.
 #include <cstdint>
 #include <cstdio>
 #include <string>

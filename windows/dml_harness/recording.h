@@ -1,7 +1,7 @@
 // recording.h - what every dispatchable's run records and submits on the device: the command list begun, closed,
 // executed and waited for (a lost device ends the process), barriers, the shared descriptor heap (executor.h's
-// CaseHeap), the reused buffers made or grown and filled from the upload buffer (CaseBuffers). Shared by the packed
-// cases (executor.cpp) and the cases with buffer images (bound_run.cpp).
+// CaseHeap), the reused buffers made or grown and filled from the upload buffer (CaseBuffers). Used by the run that
+// the packed cases (executor.cpp) and the cases with buffer images (bound_run.cpp) share (dispatch.cpp).
 #pragma once
 
 #include <string>
