@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from dmlconform import harness_protocol as protocol
-from tests.harness.wine_tools import built_programs, directml_dll, missing_wine_tools, program_command
+from tests.harness.wine_tools import Raw, built_programs, directml_dll, missing_wine_tools, program_command
 
 #: Wine start-up plus D3D12/DirectML device creation is a few seconds; a cold prefix takes longer.
 START_S = 120.0
@@ -51,40 +51,6 @@ def harness(tmp_path_factory: pytest.TempPathFactory, wine_ready: None) -> str:
 
 
 # -- a raw protocol client, for what the runner itself never sends --------------------------------
-class Raw:
-    def __init__(self, command: str) -> None:
-        self.greeting: protocol.Frame | None = None  # the reply to hello()
-        self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE)
-
-    def send(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
-
-    def frame(self) -> protocol.Frame:
-        assert self.process.stdout is not None
-        return protocol.read_frame(self.process.stdout.read)
-
-    def hello(self) -> dict:
-        self.send(protocol.encode_hello_request("test_dml_harness"))
-        reply = self.greeting = self.frame()
-        assert reply.type == "hello", reply.header
-        return reply.header
-
-    def run(self, header: dict, payload: bytes = b"") -> dict:
-        self.send(protocol.encode_frame({"type": "run", **header}, payload))
-        reply = self.frame()
-        assert reply.type == "result", reply.header
-        return reply.header
-
-    def finish(self) -> tuple[int, str]:
-        assert self.process.stdin is not None and self.process.stderr is not None
-        self.process.stdin.close()
-        code = self.process.wait(timeout=60)
-        return code, self.process.stderr.read().decode(errors="replace")
-
-
 def _stop(client: Raw) -> None:
     if client.process.poll() is None:
         client.process.kill()

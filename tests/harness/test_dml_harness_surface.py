@@ -8,7 +8,6 @@ every other byte compared with what it was) from its `read_back`, as the judge r
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from dmlconform.dtypes import DataType
 from dmlconform.ops.base import TensorDesc
 from dmlconform.surface.buffers import Binding, images_before, read_back
 from dmlconform.surface.layout import TensorLayout, total_bytes_of
-from tests.harness.wine_tools import built_programs, directml_dll, missing_wine_tools, program_command
+from tests.harness.wine_tools import Raw, built_programs, directml_dll, missing_wine_tools, program_command
 
 pytestmark = pytest.mark.slow
 
@@ -37,28 +36,16 @@ def _missing() -> str:
     return ""
 
 
-class Harness:
+class Harness(Raw):
     """One harness process for the module, past its hello."""
 
     def __init__(self, command: str) -> None:
-        self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL)
-        self.send(protocol.encode_hello_request("test_dml_harness_surface"))
-        self.hello = self.frame().header
+        super().__init__(command, stderr=subprocess.DEVNULL)
+        self.hello = Raw.hello(self, "test_dml_harness_surface")  # type: ignore[assignment, method-assign]
 
-    def send(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
-
-    def frame(self) -> protocol.Frame:
-        assert self.process.stdout is not None
-        return protocol.read_frame(self.process.stdout.read)
-
-    def run(self, header: dict, payload: bytes) -> protocol.Frame:
-        self.send(protocol.encode_frame({"type": "run", **header}, payload))
-        reply = self.frame()
-        assert reply.header["type"] == "result" and reply.header["id"] == header["id"], reply.header
+    def run(self, header: dict, payload: bytes = b"") -> protocol.Frame:  # type: ignore[override]
+        reply = self.exchange(header, payload)
+        assert reply.header["id"] == header["id"], reply.header
         return reply
 
     def stop(self) -> int:

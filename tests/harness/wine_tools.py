@@ -1,15 +1,19 @@
 """What the Windows programs' tests need on Linux (the DirectML harness, the ONNX Runtime host): a reason to skip, or
 "" when the cross compiler, Wine and an X display are all there; the programs built as the wheel builds them; and the
-command line that starts one as the package does."""
+command line that starts one as the package does; a client that speaks to one frame by frame (Raw)."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+
+from dmlconform import harness_protocol as protocol
 
 WINE = os.environ.get("WINE", "/usr/lib/wine/wine64")
 
@@ -96,3 +100,43 @@ def counting_loader(folder: Path, program: str) -> tuple[Path, Path]:
     if real.server is not None:
         (folder / real.server.name).symlink_to(real.server)
     return loader, started
+
+
+class Raw:
+    """A harness process spoken to frame by frame (docs/native-harness.md), as the runner's side would."""
+
+    def __init__(self, command: str, stderr: int = subprocess.PIPE) -> None:
+        self.greeting: protocol.Frame | None = None  # the reply to hello()
+        self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=stderr)
+
+    def send(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def frame(self) -> protocol.Frame:
+        assert self.process.stdout is not None
+        return protocol.read_frame(self.process.stdout.read)
+
+    def hello(self, client: str = "test_dml_harness") -> dict:
+        self.send(protocol.encode_hello_request(client))
+        reply = self.greeting = self.frame()
+        assert reply.type == "hello", reply.header
+        return reply.header
+
+    def exchange(self, header: dict, payload: bytes = b"") -> protocol.Frame:
+        """A run request and its result frame."""
+        self.send(protocol.encode_frame({"type": "run", **header}, payload))
+        reply = self.frame()
+        assert reply.type == "result", reply.header
+        return reply
+
+    def run(self, header: dict, payload: bytes = b"") -> dict:
+        return self.exchange(header, payload).header
+
+    def finish(self) -> tuple[int, str]:
+        assert self.process.stdin is not None and self.process.stderr is not None
+        self.process.stdin.close()
+        code = self.process.wait(timeout=60)
+        return code, self.process.stderr.read().decode(errors="replace")
