@@ -20,6 +20,8 @@ from dmlconform.cli.common import bundled_suites
 from dmlconform.harness.server import HarnessServer
 from dmlconform.harness_protocol import ProtocolError
 from dmlconform.suite.loader import load_paths
+from dmlconform.surface.buffers import images_before
+from dmlconform.surface.paths import ExecutionPath
 from fuzz.contract import ContractBroken, memory_bound
 
 HELLO = protocol.encode_hello_request("fuzz")
@@ -37,8 +39,12 @@ def declared_bytes(stream: bytes) -> int:
         except ProtocolError:
             break
         total += len(frame.payload)
-        entries = frame.header.get("outputs")
-        for entry in entries if isinstance(entries, list) else []:
+        # A request with buffers declares logical tensors too: a broadcast input (stride 0) of many elements in a few
+        # bytes of image is as large as its Sizes once read (docs/native-harness.md section 10).
+        keys = ("inputs", "outputs") if frame.header.get("buffers") is True else ("outputs",)
+        entries = [entry for key in keys for entry in (frame.header.get(key) if isinstance(frame.header.get(key), list)
+                                                       else [])]
+        for entry in entries:
             try:
                 _, desc = protocol.read_tensor_desc(entry, "outputs")
             except ProtocolError:
@@ -81,3 +87,16 @@ def seeds() -> Iterator[bytes]:
         yield request + protocol.encode_bye()
         yield bytes([1]) + HELLO + request
     yield protocol.encode_frame({"type": "run", "id": "x/y", "op": "SLICE_GRAD"})
+    # Requests with buffers (layouts, the graph and in-place paths): a few layout cases of each operator, every path.
+    taken: dict[str, int] = {}
+    for case in load_paths([bundled_suites() / "smoke"]):
+        if not case.description.has_layouts or taken.get(case.op.name, 0) >= 2:
+            continue
+        taken[case.op.name] = taken.get(case.op.name, 0) + 1
+        for path in ExecutionPath:
+            on_path = case.on_path(path)
+            if on_path is not None:
+                binding = on_path.binding
+                before = images_before(on_path.description, binding, on_path.inputs)
+                yield protocol.encode_buffers_request(on_path.full_id, on_path.description, path.value, binding,
+                                                      before) + protocol.encode_bye()

@@ -16,7 +16,15 @@ from typing import Protocol
 
 import numpy as np
 
-from dmlconform.surface.layout import MINIMUM_ALIGNMENT, Shaped, TensorLayout, element_offsets, total_bytes_of
+from dmlconform.surface.layout import (
+    MINIMUM_ALIGNMENT,
+    Shaped,
+    TensorLayout,
+    element_offsets,
+    minimum_total_bytes,
+    strides_of,
+    total_bytes_of,
+)
 from dmlconform.surface.paths import EDGES_SUFFIX
 
 #: Bytes of canary after the binding's end, in every buffer.
@@ -29,25 +37,34 @@ def canary(count: int, start: int = 0) -> np.ndarray:
 
 
 def buffer_size(desc: Shaped, layout: TensorLayout) -> int:
-    """The whole buffer: the bytes before the binding, the binding's TotalTensorSizeInBytes, and a tail, rounded up
-    to the alignment."""
-    size = layout.offset + total_bytes_of(desc, layout) + TAIL_BYTES
+    """The whole buffer: the bytes before the binding, the binding's TotalTensorSizeInBytes (or the elements' own
+    span, where a negative case declares less), and a tail, rounded up to the alignment."""
+    span = max(total_bytes_of(desc, layout), minimum_total_bytes(desc, strides_of(desc, layout)))
+    size = layout.offset + span + TAIL_BYTES
     return size + (-size % MINIMUM_ALIGNMENT)
 
 
-def _element_bytes(desc: Shaped, layout: TensorLayout) -> np.ndarray:
-    """Buffer positions of every byte of every element, one row per logical element (row-major)."""
+def _elements(desc: Shaped, layout: TensorLayout, buffer: np.ndarray) -> np.ndarray:
+    """The buffer's bytes as the tensor's elements lie in it: a view (no copy) of shape Sizes + (element size,), each
+    element's bytes where its layout puts them; broadcast elements (stride 0) view the same bytes. NumPy refuses a view
+    that would reach past the buffer."""
     item = desc.dtype.numpy.itemsize
-    starts = layout.offset + element_offsets(desc, layout)
-    return starts[:, None] + np.arange(item, dtype=np.int64)[None, :]
+    strides = (*(stride * item for stride in strides_of(desc, layout)), 1)
+    return np.ndarray((*desc.shape, item), dtype=buffer.dtype, buffer=buffer, offset=layout.offset, strides=strides)
+
+
+def _bytes_of(desc: Shaped, array: np.ndarray) -> np.ndarray:
+    """A logical tensor's elements as little-endian bytes, shape Sizes + (element size,)."""
+    item = desc.dtype.numpy.itemsize
+    data = np.ascontiguousarray(array, dtype=desc.dtype.numpy.newbyteorder("<"))
+    return data.view(np.uint8).reshape((*desc.shape, item))
 
 
 def input_image(desc: Shaped, layout: TensorLayout, array: np.ndarray) -> bytes:
     """An input's buffer: its elements where the layout puts them, canaries elsewhere. Broadcast elements (stride
     0) share bytes; the loader made sure their values agree."""
     image = canary(buffer_size(desc, layout))
-    data = np.ascontiguousarray(array, dtype=desc.dtype.numpy.newbyteorder("<")).reshape(-1).view(np.uint8)
-    image[_element_bytes(desc, layout).reshape(-1)] = data
+    _elements(desc, layout, image)[...] = _bytes_of(desc, array)
     return image.tobytes()
 
 
@@ -58,8 +75,7 @@ def output_image(desc: Shaped, layout: TensorLayout) -> bytes:
 
 def read_elements(desc: Shaped, layout: TensorLayout, image: bytes) -> np.ndarray:
     """The logical tensor from a buffer image (of `buffer_size` bytes)."""
-    raw = np.frombuffer(image, dtype=np.uint8)
-    picked = raw[_element_bytes(desc, layout).reshape(-1)]
+    picked = np.ascontiguousarray(_elements(desc, layout, np.frombuffer(image, dtype=np.uint8)))
     little = desc.dtype.numpy.newbyteorder("<")
     return picked.view(little).astype(desc.dtype.numpy).reshape(desc.shape)
 
@@ -86,7 +102,7 @@ def stray_write(name: str, desc: Shaped, layout: TensorLayout, before: bytes, af
     """The first byte outside the elements that differs between `before` and `after`, or None."""
     first, last = np.frombuffer(before, dtype=np.uint8), np.frombuffer(after, dtype=np.uint8)
     changed = first != last
-    changed[_element_bytes(desc, layout).reshape(-1)] = False
+    _elements(desc, layout, changed)[...] = False
     where = np.flatnonzero(changed)
     if not where.size:
         return None
@@ -211,9 +227,7 @@ def read_back(desc: Layouts, binding: Binding, before: Mapping[str, bytes], afte
 
 def write_elements(desc: Shaped, layout: TensorLayout, image: bytearray, array: np.ndarray) -> None:
     """Store a logical tensor's elements where the layout puts them, touching no other byte."""
-    raw = np.frombuffer(image, dtype=np.uint8)
-    data = np.ascontiguousarray(array, dtype=desc.dtype.numpy.newbyteorder("<")).reshape(-1).view(np.uint8)
-    raw[_element_bytes(desc, layout).reshape(-1)] = data
+    _elements(desc, layout, np.frombuffer(image, dtype=np.uint8))[...] = _bytes_of(desc, array)
 
 
 def read_inputs(desc: Layouts, binding: Binding, images: Mapping[str, bytes]) -> dict[str, np.ndarray]:

@@ -132,6 +132,10 @@ def check_layout(name: str, desc: Shaped, layout: TensorLayout, output: bool) ->
 
 
 def _overlaps(desc: Shaped, layout: TensorLayout) -> bool:
+    strides = strides_of(desc, layout)
+    span = sum((size - 1) * stride for size, stride in zip(desc.shape, strides, strict=True)) + 1
+    if math.prod(desc.shape) > span:
+        return True  # more elements than positions: some share one (and nothing as large as Sizes is allocated)
     offsets = element_offsets(desc, layout)
     return int(np.unique(offsets).size) != offsets.size
 

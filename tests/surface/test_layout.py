@@ -66,3 +66,19 @@ def test_the_suite_format_refuses_a_malformed_layout_naming_the_key(spec: dict[s
 def test_absent_keys_read_as_directml_s_default_layout() -> None:
     assert read_layout({"dtype": "FLOAT32"}, F32).is_default
     assert read_layout({"strides": [3, 1], "offset": 32}, F32) == TensorLayout((3, 1), None, 32)
+
+
+def test_an_overlapping_output_of_many_elements_is_refused_without_listing_them() -> None:
+    """2^28 elements on a span of 2^15 positions share some: refused from the sizes and strides alone (listing every
+    element's offset would take 2 GiB)."""
+    import tracemalloc
+
+    huge = TensorDesc(DataType.FLOAT32, (2**14, 2**14))
+    tracemalloc.start()
+    try:
+        with pytest.raises(LayoutRuleError, match="share memory"):
+            check_layout("OutputGradientTensor", huge, TensorLayout((1, 1)), output=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
