@@ -130,22 +130,30 @@ def _read_exactly(read: Callable[[int], bytes], count: int, where: str) -> bytes
 
 
 # -- tensors ---------------------------------------------------------------------------------------
-def pack_tensors(tensors: Sequence[tuple[str, np.ndarray]]) -> tuple[list[dict[str, Any]], bytes]:
-    """Header entries and the payload: packed row-major little-endian bytes, each tensor 16-byte aligned."""
-    entries: list[dict[str, Any]] = []
+def pack_bytes(blobs: Sequence[tuple[str, bytes]]) -> tuple[dict[str, dict[str, int]], bytes]:
+    """The payload of these byte strings, in order, each 16-byte aligned, and where each lies in it (`offset`,
+    `nbytes`, by name)."""
+    placed: dict[str, dict[str, int]] = {}
     parts: list[bytes] = []
     offset = 0
-    for name, array in tensors:
-        dtype = DataType.from_numpy(array.dtype)
-        data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+    for name, data in blobs:
         padding = -offset % TENSOR_ALIGNMENT
         parts.append(b"\0" * padding)
         offset += padding
-        entries.append({"name": name, "DataType": dtype.value, "Sizes": list(array.shape),
-                        "offset": offset, "nbytes": len(data)})
+        placed[name] = {"offset": offset, "nbytes": len(data)}
         parts.append(data)
         offset += len(data)
-    return entries, b"".join(parts)
+    return placed, b"".join(parts)
+
+
+def pack_tensors(tensors: Sequence[tuple[str, np.ndarray]]) -> tuple[list[dict[str, Any]], bytes]:
+    """Header entries and the payload: packed row-major little-endian bytes, each tensor 16-byte aligned."""
+    placed, payload = pack_bytes(
+        [(name, np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes())
+         for name, array in tensors])
+    entries = [{"name": name, "DataType": DataType.from_numpy(array.dtype).value, "Sizes": list(array.shape),
+                **placed[name]} for name, array in tensors]
+    return entries, payload
 
 
 def tensor_desc_entry(name: str, desc: TensorDesc) -> dict[str, Any]:
@@ -329,32 +337,21 @@ def encode_buffers_request(case_id: str, desc: Description, path: str, binding: 
                            images: Mapping[str, bytes]) -> bytes:
     """A run request with whole buffers (docs/native-harness.md, "Buffers: layouts, graphs, in place"): every tensor's
     layout, and the image of every buffer as it must be before the dispatch (`images`, by Binding.buffers names)."""
-    parts: list[bytes] = []
-    offset = 0
-
-    def place(name: str) -> dict[str, Any]:
-        nonlocal offset
-        padding = -offset % TENSOR_ALIGNMENT
-        parts.append(b"\0" * padding)
-        offset += padding
-        entry = {"offset": offset, "nbytes": len(images[name])}
-        parts.append(images[name])
-        offset += len(images[name])
-        return entry
+    placed, payload = pack_bytes([(name, images[name]) for name in binding.buffers()])
 
     def tensor(name: str) -> dict[str, Any]:
         return {**tensor_desc_entry(name, desc.tensors[name]), **_layout_entry(desc.tensors[name], desc.layout(name))}
 
-    inputs = [{**tensor(name), **place(name)} for name in binding.inputs]
+    inputs = [{**tensor(name), **placed[name]} for name in binding.inputs]
     outputs = []
     for name in binding.outputs:
         alias = binding.aliases.get(name)
-        outputs.append({**tensor(name), "alias": alias} if alias else {**tensor(name), **place(name)})
+        outputs.append({**tensor(name), "alias": alias} if alias else {**tensor(name), **placed[name]})
     header: dict[str, Any] = {"type": "run", "id": case_id, "op": desc.op.name, "params": params_to_wire(desc),
                               "buffers": True, "path": path, "inputs": inputs, "outputs": outputs}
     if binding.edges:
-        header["edges"] = [{"name": name + EDGES_SUFFIX, **place(name + EDGES_SUFFIX)} for name in binding.outputs]
-    return encode_frame(header, b"".join(parts))
+        header["edges"] = [{"name": name + EDGES_SUFFIX, **placed[name + EDGES_SUFFIX]} for name in binding.outputs]
+    return encode_frame(header, payload)
 
 
 @dataclass
@@ -467,15 +464,8 @@ def encode_result(case_id: str, status: str, outputs: Sequence[tuple[str, np.nda
     header: dict[str, Any] = {"type": "result", "id": case_id, "status": status}
     payload = b""
     if status == "ok" and images is not None:
-        entries, parts, offset = [], [], 0
-        for name, image in images.items():
-            padding = -offset % TENSOR_ALIGNMENT
-            parts.append(b"\0" * padding)
-            offset += padding
-            entries.append({"name": name, "offset": offset, "nbytes": len(image)})
-            parts.append(image)
-            offset += len(image)
-        header["images"], payload = entries, b"".join(parts)
+        placed, payload = pack_bytes(list(images.items()))
+        header["images"] = [{"name": name, **where} for name, where in placed.items()]
     elif status == "ok":
         header["outputs"], payload = pack_tensors(outputs)
     else:

@@ -21,7 +21,16 @@ import numpy as np
 import pytest
 
 from dmlconform import harness_protocol as protocol
-from tests.harness.wine_tools import Raw, built_programs, directml_dll, missing_wine_tools, program_command
+from tests.harness.wine_tools import (
+    Raw,
+    built_programs,
+    directml_dll,
+    missing_for_the_harness,
+    program_command,
+)
+
+#: What wine_ready (conftest.py) skips the module for.
+_missing = missing_for_the_harness
 
 #: Wine start-up plus D3D12/DirectML device creation is a few seconds; a cold prefix takes longer.
 START_S = 120.0
@@ -29,15 +38,6 @@ START_S = 120.0
 # Wine is slow to start; the harness is built, with a Wine prefix of its own, once for the module (and the module
 # runs on one pytest-xdist worker: --dist loadfile).
 pytestmark = pytest.mark.slow
-
-
-def _missing() -> str:
-    tools = missing_wine_tools()
-    if tools:
-        return tools
-    if directml_dll() is None:
-        return "no DirectML.dll (dmlconform fetch directml, or set DMLH_DIRECTML_DLL)"
-    return ""
 
 
 @pytest.fixture(scope="module")

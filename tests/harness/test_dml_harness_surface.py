@@ -20,20 +20,20 @@ from dmlconform.dtypes import DataType
 from dmlconform.ops.base import TensorDesc
 from dmlconform.surface.buffers import Binding, images_before, read_back
 from dmlconform.surface.layout import TensorLayout, total_bytes_of
-from tests.harness.wine_tools import Raw, built_programs, directml_dll, missing_wine_tools, program_command
+from tests.harness.wine_tools import (
+    Raw,
+    built_programs,
+    directml_dll,
+    missing_for_the_harness,
+    program_command,
+)
+
+#: What wine_ready (conftest.py) skips the module for.
+_missing = missing_for_the_harness
 
 pytestmark = pytest.mark.slow
 
 F32 = DataType.FLOAT32
-
-
-def _missing() -> str:
-    tools = missing_wine_tools()
-    if tools:
-        return tools
-    if directml_dll() is None:
-        return "no DirectML.dll (dmlconform fetch directml, or set DMLH_DIRECTML_DLL)"
-    return ""
 
 
 class Harness(Raw):

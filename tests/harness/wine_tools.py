@@ -102,6 +102,16 @@ def counting_loader(folder: Path, program: str) -> tuple[Path, Path]:
     return loader, started
 
 
+
+def missing_for_the_harness() -> str:
+    """Why the DirectML harness cannot run here ("" when it can): Wine's tools, or a DirectML.dll."""
+    tools = missing_wine_tools()
+    if tools:
+        return tools
+    if directml_dll() is None:
+        return "no DirectML.dll (dmlconform fetch directml, or set DMLH_DIRECTML_DLL)"
+    return ""
+
 class Raw:
     """A harness process spoken to frame by frame (docs/native-harness.md), as the runner's side would."""
 
