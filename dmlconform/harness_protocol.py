@@ -232,6 +232,10 @@ def params_to_wire(desc: Description) -> dict[str, Any]:
             wire[param.name] = scalar_union_hex(value, dtype)
         elif param.kind is ParamKind.FLOATS:
             wire[param.name] = [_float_to_wire(v) for v in value]
+        elif param.kind is ParamKind.FLOAT:
+            wire[param.name] = _float_to_wire(value)
+        elif param.kind is ParamKind.BOOL:
+            wire[param.name] = int(value)  # a DML BOOL
         else:
             wire[param.name] = [int(v) for v in value]
     return wire
@@ -257,6 +261,10 @@ def params_from_wire(op: Operator, wire: Mapping[str, Any], dtype: DataType) -> 
             raw[name] = _scalar_from_union_hex(value, dtype) if isinstance(value, str) else value
         elif param.kind is ParamKind.FLOATS and isinstance(value, list):
             raw[name] = [_float_from_wire(v) for v in value]
+        elif param.kind is ParamKind.FLOAT:
+            raw[name] = _float_from_wire(value)
+        elif param.kind is ParamKind.BOOL:
+            raw[name] = bool(value) if value in (0, 1) and not isinstance(value, float) else value
         else:
             raw[name] = value
     return raw

@@ -59,6 +59,8 @@ class ParamKind(Enum):
     FLOATS = "array of numbers"
     ENUM = "name"
     SCALAR = "number in the tensors' data type"
+    FLOAT = "number (a DML FLOAT: 32-bit, whatever the tensors' data type)"
+    BOOL = "true or false (a DML BOOL)"
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,16 @@ class Param:
             if text not in self.choices:
                 raise ParamError(self.name, f"{raw!r} is not one of {', '.join(self.choices)}")
             return text
+        if self.kind is ParamKind.FLOAT:
+            try:
+                number = parse_element(raw, DataType.FLOAT32)
+            except ValueError as exc:
+                raise ParamError(self.name, str(exc)) from None
+            return float(np.float32(number))  # a hex bit pattern comes back as a NumPy scalar
+        if self.kind is ParamKind.BOOL:
+            if not isinstance(raw, bool):
+                raise ParamError(self.name, f"{raw!r} is not true or false")
+            return raw
         if self.kind is ParamKind.SCALAR:
             if dtype is None:
                 raise ParamError(self.name, "the tensors' data type is unknown")
