@@ -108,7 +108,8 @@ def test_handshake_reports_directml_and_its_queried_feature_level(live: Raw) -> 
     assert hello.adapter and hello.driver_version
     assert hello.operators is not None
     assert set(hello.operators) == {"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD",
-                                    "MAX_POOLING_GRAD", "RESAMPLE_GRAD1"}
+                                    "MAX_POOLING_GRAD", "RESAMPLE_GRAD1", "AVERAGE_POOLING_GRAD", "RESAMPLE_GRAD",
+                                    "ELEMENT_WISE_CLIP_GRAD"}
     for dtypes in hello.operators.values():
         assert {"FLOAT32", "FLOAT16"} <= {d.name for d in dtypes}
     # Tables intersected with the device's data types: MaxPoolingGrad and ResampleGrad1 are float-only.
@@ -203,8 +204,8 @@ def test_malformed_requests_get_error_replies_and_the_harness_goes_on(live: Raw)
     header["inputs"] = header["inputs"][:1]
     reply = live.run(header, payload)
     assert reply["status"] == "error" and "InputGradientTensor" in reply["message"]
-    reply = live.run({"id": "t/unknown-op", "op": "ELEMENT_WISE_CLIP_GRAD", "inputs": [], "outputs": []})
-    assert reply["status"] == "unsupported" and "ELEMENT_WISE_CLIP_GRAD" in reply["message"]
+    reply = live.run({"id": "t/unknown-op", "op": "ROI_ALIGN_GRAD", "inputs": [], "outputs": []})
+    assert reply["status"] == "unsupported" and "ROI_ALIGN_GRAD" in reply["message"]
     header, payload = relu_request("t/clip-no-min", [2], [2], [2])
     header.update(op="ELEMENT_WISE_CLIP_GRAD1", params={"MinMaxDataType": 1})
     reply = live.run(header, payload)

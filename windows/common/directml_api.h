@@ -80,14 +80,17 @@ struct DML_TENSOR_DESC {
     const void* Desc;
 };
 
-// Only the five operators in scope, and the identity the graph path puts around them; their positions in the
+// Only the operators in scope, and the identity the graph path puts around them; their positions in the
 // header's DML_OPERATOR_TYPE enum.
 enum DML_OPERATOR_TYPE {
     DML_OPERATOR_INVALID = 0,
     DML_OPERATOR_ELEMENT_WISE_IDENTITY = 1,     // the enum's first operator
     DML_OPERATOR_ACTIVATION_RELU_GRAD = 129,    // #if DML_TARGET_VERSION >= 0x3000 block
+    DML_OPERATOR_AVERAGE_POOLING_GRAD = 130,    // same block
     DML_OPERATOR_MAX_POOLING_GRAD = 131,        // same block
+    DML_OPERATOR_RESAMPLE_GRAD = 134,           // same block
     DML_OPERATOR_SLICE_GRAD = 135,              // same block
+    DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD = 142,  // #if DML_TARGET_VERSION >= 0x3100 block
     DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1 = 154, // #if DML_TARGET_VERSION >= 0x5000 block
     DML_OPERATOR_RESAMPLE_GRAD1 = 162,          // #if DML_TARGET_VERSION >= 0x5100 block
 };
@@ -132,6 +135,17 @@ struct DML_ACTIVATION_RELU_GRAD_OPERATOR_DESC {
     const DML_TENSOR_DESC* OutputGradientTensor;
 };
 
+struct DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC {
+    const DML_TENSOR_DESC* InputGradientTensor;
+    const DML_TENSOR_DESC* OutputGradientTensor;
+    UINT DimensionCount;
+    const UINT* Strides;
+    const UINT* WindowSize;
+    const UINT* StartPadding;
+    const UINT* EndPadding;
+    BOOL IncludePadding;
+};
+
 struct DML_MAX_POOLING_GRAD_OPERATOR_DESC {
     const DML_TENSOR_DESC* InputTensor;
     const DML_TENSOR_DESC* InputGradientTensor;
@@ -144,6 +158,16 @@ struct DML_MAX_POOLING_GRAD_OPERATOR_DESC {
     const UINT* Dilations;
 };
 
+struct DML_RESAMPLE_GRAD_OPERATOR_DESC {
+    const DML_TENSOR_DESC* InputGradientTensor;
+    const DML_TENSOR_DESC* OutputGradientTensor;
+    DML_INTERPOLATION_MODE InterpolationMode;
+    UINT DimensionCount;
+    const FLOAT* Scales;
+    const FLOAT* InputPixelOffsets;
+    const FLOAT* OutputPixelOffsets;
+};
+
 struct DML_SLICE_GRAD_OPERATOR_DESC {
     const DML_TENSOR_DESC* InputGradientTensor;
     const DML_TENSOR_DESC* OutputGradientTensor;
@@ -151,6 +175,14 @@ struct DML_SLICE_GRAD_OPERATOR_DESC {
     const UINT* InputWindowOffsets;
     const UINT* InputWindowSizes;
     const INT* InputWindowStrides;  // signed in the header (the docs print UINT)
+};
+
+struct DML_ELEMENT_WISE_CLIP_GRAD_OPERATOR_DESC {
+    const DML_TENSOR_DESC* InputTensor;
+    const DML_TENSOR_DESC* InputGradientTensor;
+    const DML_TENSOR_DESC* OutputGradientTensor;
+    FLOAT Min;  // a FLOAT whatever the tensors' data type (CLIP_GRAD1 made it a union)
+    FLOAT Max;
 };
 
 struct DML_ELEMENT_WISE_CLIP_GRAD1_OPERATOR_DESC {

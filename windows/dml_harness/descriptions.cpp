@@ -14,8 +14,11 @@ using dmlh::strf;
 // The header facts the harness depends on, checked against whichever DirectML.h is in use.
 // ---------------------------------------------------------------------------------------------
 static_assert(DML_OPERATOR_ACTIVATION_RELU_GRAD == 129, "DML_OPERATOR_ACTIVATION_RELU_GRAD");
+static_assert(DML_OPERATOR_AVERAGE_POOLING_GRAD == 130, "DML_OPERATOR_AVERAGE_POOLING_GRAD");
 static_assert(DML_OPERATOR_MAX_POOLING_GRAD == 131, "DML_OPERATOR_MAX_POOLING_GRAD");
+static_assert(DML_OPERATOR_RESAMPLE_GRAD == 134, "DML_OPERATOR_RESAMPLE_GRAD");
 static_assert(DML_OPERATOR_SLICE_GRAD == 135, "DML_OPERATOR_SLICE_GRAD");
+static_assert(DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD == 142, "DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD");
 static_assert(DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1 == 154, "DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1");
 static_assert(DML_OPERATOR_RESAMPLE_GRAD1 == 162, "DML_OPERATOR_RESAMPLE_GRAD1");
 static_assert(DML_TENSOR_DATA_TYPE_FLOAT32 == 1 && DML_TENSOR_DATA_TYPE_FLOAT16 == 2 &&
@@ -23,6 +26,7 @@ static_assert(DML_TENSOR_DATA_TYPE_FLOAT32 == 1 && DML_TENSOR_DATA_TYPE_FLOAT16 
 static_assert(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT == 0 && DML_FEATURE_FEATURE_LEVELS == 1, "DML_FEATURE");
 static_assert(DML_INTERPOLATION_MODE_LINEAR == 1 && DML_AXIS_DIRECTION_DECREASING == 1, "enums");
 static_assert(sizeof(DML_SCALAR_UNION) == 8, "DML_SCALAR_UNION is 8 bytes");
+static_assert(sizeof(BOOL) == 4 && sizeof(FLOAT) == 4, "BOOL and FLOAT are 32-bit");
 #if defined(_WIN64)
 static_assert(sizeof(DML_BUFFER_TENSOR_DESC) == 48, "DML_BUFFER_TENSOR_DESC layout");
 static_assert(offsetof(DML_BUFFER_TENSOR_DESC, TotalTensorSizeInBytes) == 32, "DML_BUFFER_TENSOR_DESC layout");
@@ -33,6 +37,19 @@ static_assert(offsetof(DML_SLICE_GRAD_OPERATOR_DESC, InputWindowStrides) == 40, 
 static_assert(offsetof(DML_MAX_POOLING_GRAD_OPERATOR_DESC, Dilations) == 64, "MAX_POOLING_GRAD layout");
 static_assert(offsetof(DML_RESAMPLE_GRAD1_OPERATOR_DESC, DimensionCount) == 24, "RESAMPLE_GRAD1 layout");
 static_assert(offsetof(DML_RESAMPLE_GRAD1_OPERATOR_DESC, OutputPixelOffsets) == 48, "RESAMPLE_GRAD1 layout");
+static_assert(offsetof(DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC, DimensionCount) == 16, "AVERAGE_POOLING_GRAD layout");
+static_assert(offsetof(DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC, Strides) == 24, "AVERAGE_POOLING_GRAD layout");
+static_assert(offsetof(DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC, EndPadding) == 48, "AVERAGE_POOLING_GRAD layout");
+static_assert(offsetof(DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC, IncludePadding) == 56, "AVERAGE_POOLING_GRAD layout");
+static_assert(sizeof(DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC) == 64, "AVERAGE_POOLING_GRAD layout");
+static_assert(offsetof(DML_RESAMPLE_GRAD_OPERATOR_DESC, InterpolationMode) == 16, "RESAMPLE_GRAD layout");
+static_assert(offsetof(DML_RESAMPLE_GRAD_OPERATOR_DESC, DimensionCount) == 20, "RESAMPLE_GRAD layout");
+static_assert(offsetof(DML_RESAMPLE_GRAD_OPERATOR_DESC, Scales) == 24, "RESAMPLE_GRAD layout");
+static_assert(offsetof(DML_RESAMPLE_GRAD_OPERATOR_DESC, OutputPixelOffsets) == 40, "RESAMPLE_GRAD layout");
+static_assert(sizeof(DML_RESAMPLE_GRAD_OPERATOR_DESC) == 48, "RESAMPLE_GRAD layout");
+static_assert(offsetof(DML_ELEMENT_WISE_CLIP_GRAD_OPERATOR_DESC, Min) == 24, "CLIP_GRAD layout");
+static_assert(offsetof(DML_ELEMENT_WISE_CLIP_GRAD_OPERATOR_DESC, Max) == 28, "CLIP_GRAD layout");
+static_assert(sizeof(DML_ELEMENT_WISE_CLIP_GRAD_OPERATOR_DESC) == 32, "CLIP_GRAD layout");
 static_assert(sizeof(DML_BINDING_PROPERTIES) == 24, "DML_BINDING_PROPERTIES layout");
 static_assert(sizeof(DML_BINDING_TABLE_DESC) == 32, "DML_BINDING_TABLE_DESC layout");
 static_assert(sizeof(DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC) == 24, "ELEMENT_WISE_IDENTITY layout");
@@ -217,28 +234,59 @@ struct Params {
         return integers(name, count, out, INT32_MIN, INT32_MAX, "INT");
     }
 
+    // A JSON number, or a string strtod reads whole ("nan", "inf", "-inf": what JSON cannot write).
+    bool number(const char* name, const JValue& e, FLOAT& out) {
+        double d;
+        if (e.type == JValue::Number) {
+            d = e.num;
+        } else if (e.type == JValue::String) {
+            char* end = nullptr;
+            d = strtod(e.str.c_str(), &end);
+            if (end == e.str.c_str() || *end) {
+                bad = Reply::make("error", strf("params.%s: %s is not a number", name, e.str.c_str()));
+                return false;
+            }
+        } else {
+            bad = Reply::make("error", strf("params.%s must be a number or \"nan\", \"inf\", \"-inf\"", name));
+            return false;
+        }
+        out = FLOAT(d);  // float32 values arrive exactly, so this conversion is exact
+        return true;
+    }
+
     bool floats(const char* name, UINT count, std::vector<FLOAT>& out) {
         const JValue* v = array(name, count);
         if (!v) return false;
         out.clear();
         for (const JValue& e : v->items) {
-            double d;
-            if (e.type == JValue::Number) {
-                d = e.num;
-            } else if (e.type == JValue::String) {
-                char* end = nullptr;
-                d = strtod(e.str.c_str(), &end);
-                if (end == e.str.c_str() || *end) {
-                    bad = Reply::make("error", strf("params.%s: %s is not a number", name, e.str.c_str()));
-                    return false;
-                }
-            } else {
-                bad = Reply::make("error", strf("params.%s must hold numbers", name));
-                return false;
-            }
-            out.push_back(FLOAT(d));  // float32 values arrive exactly, so this conversion is exact
+            FLOAT f;
+            if (!number(name, e, f)) return false;
+            out.push_back(f);
         }
         out.push_back(0);
+        return true;
+    }
+
+    // One DML FLOAT field.
+    bool float_value(const char* name, FLOAT& out) {
+        const JValue* v = field(name);
+        return v && number(name, *v, out);
+    }
+
+    // A DML BOOL (a 32-bit int): 0 or 1 on the wire; any other integer that fits is passed as it came.
+    bool bool_value(const char* name, BOOL& out) {
+        const JValue* v = field(name);
+        if (!v) return false;
+        if (!v->is_int) {
+            bad = Reply::make("error", strf("params.%s must be an integer (a DML BOOL: 0 or 1)", name));
+            return false;
+        }
+        if (v->inum < INT32_MIN || v->inum > INT32_MAX) {
+            bad = Reply::make("refused", strf("harness validation: params.%s = %lld does not fit its BOOL field; "
+                                              "not passed to DirectML", name, v->inum));
+            return false;
+        }
+        out = BOOL(v->inum);
         return true;
     }
 
@@ -313,6 +361,39 @@ static bool resample_grad1(Params& p, Tensor* const* in, Tensor& out, OpDesc& d)
     return true;
 }
 
+static bool average_pooling_grad(Params& p, Tensor* const* in, Tensor& out, OpDesc& d) {
+    UINT n = 0;
+    BOOL include = FALSE;
+    if (!p.uint_value("DimensionCount", n) || !p.uints("Strides", n, d.u[0]) || !p.uints("WindowSize", n, d.u[1]) ||
+        !p.uints("StartPadding", n, d.u[2]) || !p.uints("EndPadding", n, d.u[3]) ||
+        !p.bool_value("IncludePadding", include))
+        return false;
+    d.average_pool = {&in[0]->desc, &out.desc, n, d.u[0].data(), d.u[1].data(), d.u[2].data(), d.u[3].data(),
+                      include};
+    d.op.Desc = &d.average_pool;
+    return true;
+}
+
+static bool resample_grad(Params& p, Tensor* const* in, Tensor& out, OpDesc& d) {
+    UINT mode = 0, n = 0;
+    if (!p.uint_value("InterpolationMode", mode) || !p.uint_value("DimensionCount", n) ||
+        !p.floats("Scales", n, d.f[0]) || !p.floats("InputPixelOffsets", n, d.f[1]) ||
+        !p.floats("OutputPixelOffsets", n, d.f[2]))
+        return false;
+    d.resample0 = {&in[0]->desc, &out.desc, DML_INTERPOLATION_MODE(mode), n, d.f[0].data(), d.f[1].data(),
+                   d.f[2].data()};
+    d.op.Desc = &d.resample0;
+    return true;
+}
+
+static bool clip_grad(Params& p, Tensor* const* in, Tensor& out, OpDesc& d) {
+    FLOAT lo = 0, hi = 0;
+    if (!p.float_value("Min", lo) || !p.float_value("Max", hi)) return false;
+    d.clip0 = {&in[0]->desc, &in[1]->desc, &out.desc, lo, hi};
+    d.op.Desc = &d.clip0;
+    return true;
+}
+
 bool build_desc(const OpInfo& info, const JValue* params, Tensor* const* in, Tensor& out, OpDesc& d, Reply& bad) {
     Params p{params && params->type == JValue::Object ? params : nullptr, Reply()};
     memset(&d.relu, 0, sizeof d.relu);
@@ -320,6 +401,9 @@ bool build_desc(const OpInfo& info, const JValue* params, Tensor* const* in, Ten
     memset(&d.slice, 0, sizeof d.slice);
     memset(&d.pool, 0, sizeof d.pool);
     memset(&d.resample, 0, sizeof d.resample);
+    memset(&d.average_pool, 0, sizeof d.average_pool);
+    memset(&d.resample0, 0, sizeof d.resample0);
+    memset(&d.clip0, 0, sizeof d.clip0);
     d.op.Type = info.type;
     bool built;
     switch (info.type) {
@@ -328,6 +412,9 @@ bool build_desc(const OpInfo& info, const JValue* params, Tensor* const* in, Ten
     case DML_OPERATOR_SLICE_GRAD: built = slice_grad(p, in, out, d); break;
     case DML_OPERATOR_MAX_POOLING_GRAD: built = max_pooling_grad(p, in, out, d); break;
     case DML_OPERATOR_RESAMPLE_GRAD1: built = resample_grad1(p, in, out, d); break;
+    case DML_OPERATOR_AVERAGE_POOLING_GRAD: built = average_pooling_grad(p, in, out, d); break;
+    case DML_OPERATOR_RESAMPLE_GRAD: built = resample_grad(p, in, out, d); break;
+    case DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD: built = clip_grad(p, in, out, d); break;
     default:
         p.bad = Reply::make("unsupported", strf("operator type %d is not implemented", int(info.type)));
         built = false;

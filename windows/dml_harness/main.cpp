@@ -1,8 +1,9 @@
 // main.cpp - dml_harness.exe, a dmlconform native harness that runs each case on DirectML.
 //
-// It speaks the frame protocol of docs/native-harness.md on stdin/stdout and executes the five
+// It speaks the frame protocol of docs/native-harness.md on stdin/stdout and executes the eight
 // gradient operators (ACTIVATION_RELU_GRAD, ELEMENT_WISE_CLIP_GRAD1, SLICE_GRAD, MAX_POOLING_GRAD,
-// RESAMPLE_GRAD1) on the real DirectML.dll, which it loads at run time (LoadLibrary +
+// RESAMPLE_GRAD1, AVERAGE_POOLING_GRAD, RESAMPLE_GRAD, ELEMENT_WISE_CLIP_GRAD; operators.cpp's table) on the
+// real DirectML.dll, which it loads at run time (LoadLibrary +
 // DMLCreateDevice1). One D3D12 + DirectML device, one descriptor heap and one set of buffers (grown as cases
 // need) serve every case; each case gets its own operator, initializer and binding tables, and one submission.
 // It reads requests as they come and answers them in order, so the runner may send the next ones before a reply

@@ -30,6 +30,14 @@ static const OpInfo kOps[] = {
      {{0x3000, type_mask({F32, F16})}, {0, 0}, {0, 0}}},
     {"RESAMPLE_GRAD1", DML_OPERATOR_RESAMPLE_GRAD1, {"InputGradientTensor", nullptr}, 1,
      {{0x5100, type_mask({F32, F16})}, {0, 0}, {0, 0}}},
+    {"AVERAGE_POOLING_GRAD", DML_OPERATOR_AVERAGE_POOLING_GRAD, {"InputGradientTensor", nullptr}, 1,
+     {{0x3000, type_mask({F32, F16})}, {0, 0}, {0, 0}}},
+    // The page's 5_1 table widens the ranks (1 to 4), not the data types.
+    {"RESAMPLE_GRAD", DML_OPERATOR_RESAMPLE_GRAD, {"InputGradientTensor", nullptr}, 1,
+     {{0x3000, type_mask({F32, F16})}, {0, 0}, {0, 0}}},
+    {"ELEMENT_WISE_CLIP_GRAD", DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD, {"InputTensor", "InputGradientTensor"}, 2,
+     {{0x3100, type_mask({F32, F16, I32, I16, I8, U32, U16, U8})},
+      {0x5000, type_mask({F32, F16, I64, I32, I16, I8, U64, U32, U16, U8})}, {0, 0}}},
 };
 
 // DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC's support table from 3_0 (the gradient operators' lowest level).
