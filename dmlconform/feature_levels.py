@@ -104,3 +104,29 @@ class SupportTable:
     @cached_property
     def rank_range(self) -> tuple[int, int]:
         return min(r.min_rank for r in self.rows), max(r.max_rank for r in self.rows)
+
+
+#: DirectML's training operators (DML_OPERATOR_* without the prefix) and the feature level that introduced each
+#: (../shared/spec/training-ops/dml-feature-level-history.md): a device at a level supports every one introduced at or
+#: below it, so a verdict names those its run did not test (dmlconform.verdicts.LevelVerdict.untested).
+TRAINING_OPERATORS: dict[str, FeatureLevel] = {
+    "ACTIVATION_RELU_GRAD": FeatureLevel.L3_0,
+    "AVERAGE_POOLING_GRAD": FeatureLevel.L3_0,
+    "MAX_POOLING_GRAD": FeatureLevel.L3_0,
+    "RESAMPLE_GRAD": FeatureLevel.L3_0,
+    "SLICE_GRAD": FeatureLevel.L3_0,
+    "ADAM_OPTIMIZER": FeatureLevel.L3_0,
+    "ELEMENT_WISE_CLIP_GRAD": FeatureLevel.L3_1,
+    "LOCAL_RESPONSE_NORMALIZATION_GRAD": FeatureLevel.L3_1,
+    "BATCH_NORMALIZATION_GRAD": FeatureLevel.L3_1,
+    "ROI_ALIGN_GRAD": FeatureLevel.L4_1,
+    "BATCH_NORMALIZATION_TRAINING": FeatureLevel.L4_1,
+    "BATCH_NORMALIZATION_TRAINING_GRAD": FeatureLevel.L4_1,
+    "ELEMENT_WISE_CLIP_GRAD1": FeatureLevel.L5_0,
+    "RESAMPLE_GRAD1": FeatureLevel.L5_1,
+}
+
+
+def training_operators_at(level: FeatureLevel) -> tuple[str, ...]:
+    """The training operators a device at `level` supports, in the order of TRAINING_OPERATORS."""
+    return tuple(name for name, introduced in TRAINING_OPERATORS.items() if introduced <= level)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dmlconform.case_result import CaseResult, Status
-from dmlconform.feature_levels import FeatureLevel
+from dmlconform.feature_levels import FeatureLevel, training_operators_at
 from dmlconform.surface.paths import PATH_NAMES
 
 
@@ -22,6 +22,14 @@ class LevelVerdict:
     #: Required cases that did not match because of a known issue of the DirectML release (EXPECTED_FAIL, or WAIVED
     #: in a certification): not matches, and not the device's.
     known_issues: int = 0
+    #: The operators whose cases this verdict counted (required at or below the level), in name order.
+    operators: tuple[str, ...] = ()
+
+    @property
+    def untested(self) -> tuple[str, ...]:
+        """DirectML's training operators a device at this level supports and no counted case exercised: the verdict
+        says nothing about them (dmlconform has no suite for them yet, or the run's selection left them out)."""
+        return tuple(name for name in training_operators_at(self.level) if name not in self.operators)
 
     @property
     def only_known_issues(self) -> bool:
@@ -37,6 +45,19 @@ class LevelVerdict:
         return self.failing == 0
 
 
+def coverage_line(verdict: LevelVerdict) -> str:
+    """Which of DirectML's training operators the verdict at its level speaks for, and which it does not."""
+    supported = training_operators_at(verdict.level)
+    covered = [name for name in supported if name in verdict.operators]
+    line = (f"  the verdict at {verdict.level} covers {len(covered)} of the {len(supported)} training operators "
+            f"DirectML {verdict.level} supports")
+    if covered:
+        line += f": {', '.join(covered)}"
+    if verdict.untested:
+        line += f"; not tested: {', '.join(verdict.untested)}"
+    return line
+
+
 def effective_status(result: CaseResult) -> Status:
     """What the case came to, whether or not it was required at the run's level and whatever the CI overlay
     (EXPECTED_FAIL, UNEXPECTED_PASS, FLAKE) or a certification waiver (WAIVED) made of it."""
@@ -47,7 +68,9 @@ def level_verdicts(results: list[CaseResult], target: FeatureLevel) -> list[Leve
     """Per level, the cases required at or below it: tallied once per case's own level, then summed up the
     levels in order."""
     tallies: dict[FeatureLevel, list[int]] = {}
+    operators: dict[FeatureLevel, set[str]] = {}
     for r in results:
+        operators.setdefault(r.required_level, set()).add(r.op)
         tally = tallies.setdefault(r.required_level, [0, 0, 0, 0, 0])
         tally[0] += 1
         # A known failure is known, not conformant: it never counts as a match; nor does a waived one.
@@ -56,11 +79,13 @@ def level_verdicts(results: list[CaseResult], target: FeatureLevel) -> list[Leve
         tally[2] += r.status is Status.EXPECTED_FAIL and not known_issue
         tally[3] += r.status is Status.WAIVED
         tally[4] += known_issue
-    verdicts, sums = [], [0, 0, 0, 0, 0]
+    verdicts, sums, seen = [], [0, 0, 0, 0, 0], set()
     for level in sorted(FeatureLevel, key=lambda level: level.value):
         sums = [total + own for total, own in zip(sums, tallies.get(level, (0, 0, 0, 0, 0)), strict=True)]
+        seen |= operators.get(level, set())
         required, matched, known, waived, issues = sums
-        verdicts.append(LevelVerdict(level, required, matched, level <= target, known, waived, issues))
+        verdicts.append(LevelVerdict(level, required, matched, level <= target, known, waived, issues,
+                                     tuple(sorted(seen))))
     return verdicts
 
 

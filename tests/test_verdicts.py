@@ -7,8 +7,9 @@ import random
 import pytest
 
 from dmlconform.case_result import CaseResult, Status
-from dmlconform.feature_levels import FeatureLevel
-from dmlconform.verdicts import LevelVerdict, effective_status, level_verdicts
+from dmlconform.feature_levels import TRAINING_OPERATORS, FeatureLevel
+from dmlconform.ops import OPERATORS
+from dmlconform.verdicts import LevelVerdict, coverage_line, effective_status, level_verdicts, target_verdict
 
 
 def by_definition(results: list[CaseResult], target: FeatureLevel) -> list[LevelVerdict]:
@@ -17,7 +18,8 @@ def by_definition(results: list[CaseResult], target: FeatureLevel) -> list[Level
                          sum(1 for r in results if r.required_level <= level and effective_status(r).matched),
                          level <= target,
                          sum(1 for r in results if r.required_level <= level and r.status is Status.EXPECTED_FAIL),
-                         sum(1 for r in results if r.required_level <= level and r.status is Status.WAIVED))
+                         sum(1 for r in results if r.required_level <= level and r.status is Status.WAIVED),
+                         operators=tuple(sorted({r.op for r in results if r.required_level <= level})))
             for level in FeatureLevel]
 
 
@@ -28,7 +30,8 @@ def random_results(seed: int) -> list[CaseResult]:
     for i in range(rng.randint(0, 60)):
         status = rng.choice(list(Status))
         outcome = rng.choice([None, None, Status.PASS, Status.FAIL]) if status is Status.NOT_REQUIRED else None
-        results.append(CaseResult(f"case{i}", "RELU_GRAD", "FLOAT32", 4, rng.choice(levels), status,
+        op = rng.choice(["ACTIVATION_RELU_GRAD", "SLICE_GRAD", "RESAMPLE_GRAD1"])
+        results.append(CaseResult(f"case{i}", op, "FLOAT32", 4, rng.choice(levels), status,
                                   outcome=outcome))
     return results
 
@@ -83,3 +86,32 @@ def test_a_nan_reading_of_a_not_pooled_size_case_is_filed_under_the_nan_behaviou
                                                                                nan: "nan-ignored"}
     failed = _behaviour_case(7, size, status=Status.FAIL)
     assert fingerprint([failed]) == {size: "none (FAIL)"}
+
+
+def test_a_verdict_names_the_training_operators_its_level_supports_and_the_run_did_not_test() -> None:
+    """A run of ReluGrad cases alone says 'conformant at 3_0' about ReluGrad only: the verdict names the other
+    operators 3_0 requires (AveragePoolingGrad, ..., Adam) as not tested, and at 5_1 ResampleGrad1 too."""
+    results = [CaseResult(f"relu{i}", "ACTIVATION_RELU_GRAD", "FLOAT32", 4, FeatureLevel.L3_0, Status.PASS)
+               for i in range(3)]
+    verdicts = {v.level: v for v in level_verdicts(results, FeatureLevel.L5_1)}
+    assert verdicts[FeatureLevel.L3_0].conformant
+    assert verdicts[FeatureLevel.L3_0].operators == ("ACTIVATION_RELU_GRAD",)
+    assert verdicts[FeatureLevel.L3_0].untested == ("AVERAGE_POOLING_GRAD", "MAX_POOLING_GRAD", "RESAMPLE_GRAD",
+                                                    "SLICE_GRAD", "ADAM_OPTIMIZER")
+    assert "RESAMPLE_GRAD1" in verdicts[FeatureLevel.L5_1].untested
+    assert "RESAMPLE_GRAD1" not in verdicts[FeatureLevel.L5_0].untested  # introduced at 5_1
+    line = coverage_line(verdicts[FeatureLevel.L3_0])
+    assert "covers 1 of the 6 training operators DirectML 3_0 supports: ACTIVATION_RELU_GRAD" in line
+    assert line.endswith("not tested: AVERAGE_POOLING_GRAD, MAX_POOLING_GRAD, RESAMPLE_GRAD, SLICE_GRAD, ADAM_OPTIMIZER")
+
+
+def test_a_run_of_every_training_operator_leaves_none_untested() -> None:
+    results = [CaseResult(name, name, "FLOAT32", 4, level, Status.PASS) for name, level in TRAINING_OPERATORS.items()]
+    verdict = target_verdict(level_verdicts(results, FeatureLevel.L6_4), FeatureLevel.L6_4)
+    assert verdict is not None and verdict.untested == ()
+    assert "not tested" not in coverage_line(verdict)
+
+
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+def test_every_operator_is_a_training_operator_introduced_where_its_support_table_begins(name: str) -> None:
+    assert TRAINING_OPERATORS.get(name) is OPERATORS[name].introduced

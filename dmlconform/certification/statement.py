@@ -7,7 +7,7 @@ from typing import Any
 
 from dmlconform.case_result import Status
 from dmlconform.run_result import RunResult
-from dmlconform.verdicts import by_path, effective_status
+from dmlconform.verdicts import by_path, effective_status, level_verdicts, target_verdict
 
 #: Cases listed by name under "not matched"; the rest are counted (results.json has them all).
 LISTED = 50
@@ -39,6 +39,11 @@ def render_statement(document: dict[str, Any], run: RunResult) -> str:
     paths = claim.get("paths")
     lines.append(f"Claim:    conformant at DirectML feature level {level}, {suite['tier']} tier"
                  + (f", on the paths {', '.join(paths)}" if paths else ""))
+    judged = target_verdict(level_verdicts(run.results, run.target_level), run.target_level)
+    if judged is not None:
+        covered = ", ".join(name for name in judged.operators if name not in judged.untested) or "no operator"
+        lines.append(f"Covers:   {covered}" + (f"; not tested, so not part of the claim: {', '.join(judged.untested)}"
+                                               if judged.untested else ""))
     known = document.get("known_issues") or {}
     known_waived = sum(len(cases) for cases in (known.get("applied") or {}).values())
     if verdict["certified"]:

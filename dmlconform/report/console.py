@@ -15,6 +15,7 @@ from dmlconform.feature_levels import FeatureLevel
 from dmlconform.run_result import RunResult, summary
 from dmlconform.verdicts import (
     by_path,
+    coverage_line,
     effective_status,
     fingerprint,
     introduced_levels,
@@ -130,6 +131,9 @@ def _verdict_lines(run: RunResult, levels: list[FeatureLevel], console: Console)
             detail += f", {verdict.known_issues} of them DirectML's known issues"
         prefix = "" if verdict.claimed else "[dim](not claimed)[/] "
         console.print(f"{prefix}conformant at {verdict.level}: {answer} ({detail})")
+        if verdict.level == run.target_level:
+            console.print(coverage_line(verdict), markup=False, highlight=False)
+
 
 
 def path_counts(results: list[CaseResult]) -> str:

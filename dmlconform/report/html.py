@@ -18,6 +18,7 @@ from dmlconform.run_result import RunResult, summary
 from dmlconform.ulp_histogram import UlpBucket
 from dmlconform.verdicts import (
     by_path,
+    coverage_line,
     effective_status,
     fingerprint,
     introduced_levels,
@@ -165,8 +166,10 @@ def _levels(run: RunResult) -> str:
         note = "" if verdict.claimed else " · not claimed"
         cards.append(f'<div class="level {kind}{claimed}"><b>{escape(verdict.level.label)}</b> {escape(answer)}'
                      f"<small>{verdict.matched}/{verdict.required} required cases matched{note}</small></div>")
+    target = target_verdict(level_verdicts(run.results, run.target_level), run.target_level)
+    coverage = f"<p>{escape(coverage_line(target).strip())}</p>" if target is not None else ""
     return (f'<section id="levels"><h2>Verdict per feature level</h2><div class="levels">{"".join(cards)}</div>'
-            "</section>")
+            f"{coverage}</section>")
 
 
 def _paths(run: RunResult) -> str:

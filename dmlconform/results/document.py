@@ -138,7 +138,8 @@ def backend_json(info: BackendInfo) -> dict[str, Any]:
 def levels_json(verdicts: list[LevelVerdict]) -> dict[str, dict[str, Any]]:
     return {v.level.label: {"required": v.required, "matched": v.matched, "conformant": v.conformant,
                             "claimed": v.claimed, "known_failures": v.known_failures, "waived": v.waived,
-                            "known_issues": v.known_issues}
+                            "known_issues": v.known_issues, "operators": list(v.operators),
+                            "untested": list(v.untested)}
             for v in verdicts}
 
 
