@@ -187,6 +187,123 @@ def test_a_valid_run_returns_directmls_output(live: Raw) -> None:
     np.testing.assert_array_equal(out, expected)
 
 
+# -- the operators of issue 41: their pages' worked examples, on the real DirectML ----------------------------------
+def output_of(live: Raw, case_id: str, op: str, params: dict, inputs: list[tuple[str, np.ndarray]],
+              out_shape: list[int], out_type: int = 1) -> np.ndarray:
+    """DirectML's OutputGradientTensor for one request (a failure names the reply when it is not ok)."""
+    entries, payload = protocol.pack_tensors(inputs)
+    reply = live.exchange({"id": case_id, "op": op, "params": params, "inputs": entries,
+                           "outputs": [{"name": "OutputGradientTensor", "DataType": out_type, "Sizes": out_shape}]},
+                          payload)
+    assert reply.header["status"] == "ok", reply.header
+    return protocol.unpack_tensor(reply.header["outputs"][0], reply.payload, "outputs")[1]
+
+
+def average_pooling_grad_by_loops(dy: np.ndarray, in_hw: tuple[int, int], window: int, pad: int,
+                                  include_padding: bool) -> np.ndarray:
+    """The gradient of a 2-D average pooling (stride 1, the same padding on every side) written out: each dY
+    element spread evenly over its window's elements inside the input, divided by the window's size with padding
+    included, else by the count of those elements."""
+    dx = np.zeros(in_hw, np.float64)
+    for (oh, ow), g in np.ndenumerate(dy):
+        rows = [h for h in range(oh - pad, oh - pad + window) if 0 <= h < in_hw[0]]
+        cols = [w for w in range(ow - pad, ow - pad + window) if 0 <= w < in_hw[1]]
+        count = window * window if include_padding else len(rows) * len(cols)
+        for h in rows:
+            for w in cols:
+                dx[h, w] += g / count
+    return dx.astype(np.float32)
+
+
+def test_average_pooling_grad_gives_its_pages_example(live: Raw) -> None:
+    """The page: a 2x2 window, stride 1, no padding, over a 3x3 input; exact (quarters of small integers)."""
+    params = {"DimensionCount": 2, "Strides": [1, 1], "WindowSize": [2, 2], "StartPadding": [0, 0],
+              "EndPadding": [0, 0], "IncludePadding": 0}
+    dy = np.array([[[[1, 2], [3, 4]]]], np.float32)
+    out = output_of(live, "t/avg-page", "AVERAGE_POOLING_GRAD", params, [("InputGradientTensor", dy)], [1, 1, 3, 3])
+    np.testing.assert_array_equal(out, [[[[0.25, 0.75, 0.5], [1, 2.5, 1.5], [0.75, 1.75, 1]]]])
+
+
+def test_average_pooling_grad_passes_include_padding(live: Raw) -> None:
+    """Padding 1 all round a 2x2 input, 2x2 windows: with IncludePadding every window divides by 4, without it by the
+    1, 2 or 4 elements it covers (exact either way); the two differ, so a harness that dropped the field fails one."""
+    dy = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)
+    results = {}
+    for include in (False, True):
+        params = {"DimensionCount": 2, "Strides": [1, 1], "WindowSize": [2, 2], "StartPadding": [1, 1],
+                  "EndPadding": [1, 1], "IncludePadding": int(include)}
+        out = output_of(live, f"t/avg-pad-{int(include)}", "AVERAGE_POOLING_GRAD", params,
+                        [("InputGradientTensor", dy)], [1, 1, 2, 2])
+        expected = average_pooling_grad_by_loops(dy[0, 0], (2, 2), window=2, pad=1, include_padding=include)
+        np.testing.assert_array_equal(out[0, 0], expected)
+        results[include] = out
+    np.testing.assert_array_equal(results[False][0, 0], [[5.25, 8.25], [14.25, 17.25]])  # as DirectML 1.15.4 gave
+    assert not np.array_equal(results[False], results[True])
+
+
+def test_clip_grad_zeroes_at_and_beyond_min_and_max(live: Raw) -> None:
+    """The page's formula: x <= Min or x >= Max gives 0, anything else dY; Min and Max are FLOATs on the wire as
+    numbers, or the strings "inf"/"-inf" (no bound)."""
+    x = np.array([-3, -1, -0.5, 0, 1.5, 2, 3], np.float32)
+    dy = np.arange(1, 8, dtype=np.float32)
+    inputs = [("InputTensor", x), ("InputGradientTensor", dy)]
+    out = output_of(live, "t/clip", "ELEMENT_WISE_CLIP_GRAD", {"Min": -1, "Max": 2}, inputs, [7])
+    np.testing.assert_array_equal(out, np.where((x > -1) & (x < 2), dy, 0))
+    np.testing.assert_array_equal(out, [0, 0, 3, 4, 5, 0, 0])
+    unbounded = output_of(live, "t/clip-inf", "ELEMENT_WISE_CLIP_GRAD", {"Min": "-inf", "Max": "inf"}, inputs, [7])
+    np.testing.assert_array_equal(unbounded, dy)
+
+
+def test_clip_grad_zeroes_a_nan_input(live: Raw) -> None:
+    """NaN fails both of the page's tests, so its literal formula passes dY; DirectML 1.15.4 gives 0, as it does for
+    ClipGrad1 (its `nan-zero` variant): `Min < x < Max ? dY : 0`."""
+    x = np.array([np.nan, 0.5], np.float32)
+    out = output_of(live, "t/clip-nan", "ELEMENT_WISE_CLIP_GRAD", {"Min": -1, "Max": 2},
+                    [("InputTensor", x), ("InputGradientTensor", np.array([7, 8], np.float32))], [2])
+    np.testing.assert_array_equal(out, [0, 8])
+
+
+#: ResampleGrad's page example: forward nearest-neighbour scales 0.5 (H) and 1.5 (W), [4, 5, 6] back to 2x2.
+RESAMPLE_PAGE = {"InterpolationMode": 0, "DimensionCount": 4, "Scales": [1, 1, 0.5, 1.5]}
+
+
+def resample_offsets(input_offset: float, output_offset: float) -> dict[str, list[float]]:
+    """The offsets on H and W (N and C are copied: scale 1, offsets 0)."""
+    return {"InputPixelOffsets": [0, 0, input_offset, input_offset],
+            "OutputPixelOffsets": [0, 0, output_offset, output_offset]}
+
+
+def test_resample_grad_gives_its_pages_example(live: Raw) -> None:
+    """The page names no offsets. With InputPixelOffsets = OutputPixelOffsets = 0.5 (the same under either reading of
+    which offset is which) DirectML gives the page's [[9, 6], [0, 0]]; so do (0.5, 0) and (0, 0.5), and no other pair
+    from {-0.5, 0, 0.5}: the v0 nearest rule rounds half up, floor(x + 0.5)."""
+    dy = np.array([[[[4, 5, 6]]]], np.float32)
+    for ipo, opo in ((0.5, 0.5), (0.5, 0.0), (0.0, 0.5)):
+        out = output_of(live, f"t/resample-page-{ipo}-{opo}", "RESAMPLE_GRAD",
+                        {**RESAMPLE_PAGE, **resample_offsets(ipo, opo)}, [("InputGradientTensor", dy)], [1, 1, 2, 2])
+        np.testing.assert_array_equal(out, [[[[9, 6], [0, 0]]]], err_msg=f"offsets {ipo}, {opo}")
+
+
+def test_resample_grad_names_its_offsets_after_its_own_tensors(live: Raw) -> None:
+    """InputPixelOffsets 0.5, OutputPixelOffsets -0.5 tell the two readings apart: read as the forward's (H1),
+    x = (y + 0.5)/S - 0.5 puts H's 0.5 on row 1; read after the gradient's own tensors (H2, ResampleGrad1's
+    `swapped`), x = (y - 0.5)/S + 0.5 puts it on row 0 (H at -0.5; W at 0.17, 0.83, 1.5 -> columns 0, 1, 1).
+    DirectML 1.15.4 gives the second; and LINEAR differs from NEAREST_NEIGHBOR, so the mode reaches DirectML."""
+    dy = np.array([[[[4, 5, 6]]]], np.float32)
+    out = output_of(live, "t/resample-swapped", "RESAMPLE_GRAD", {**RESAMPLE_PAGE, **resample_offsets(0.5, -0.5)},
+                    [("InputGradientTensor", dy)], [1, 1, 2, 2])
+    np.testing.assert_array_equal(out, [[[[4, 11], [0, 0]]]])
+    # Scale 2, offsets 0 on W: x = y/2 = 0, 0.5, 1, 1.5 over two elements (the last tap clamped).
+    dy = np.array([[[[1, 2, 4, 8]]]], np.float32)
+    twice = {"DimensionCount": 4, "Scales": [1, 1, 1, 2], **resample_offsets(0, 0)}
+    nearest = output_of(live, "t/resample-nearest", "RESAMPLE_GRAD", {**twice, "InterpolationMode": 0},
+                        [("InputGradientTensor", dy)], [1, 1, 1, 2])
+    linear = output_of(live, "t/resample-linear", "RESAMPLE_GRAD", {**twice, "InterpolationMode": 1},
+                       [("InputGradientTensor", dy)], [1, 1, 1, 2])
+    np.testing.assert_array_equal(nearest, [[[[1, 14]]]])  # y -> round half up (x): 0, 1, 1, 2 -> clamped 1
+    np.testing.assert_array_equal(linear, [[[[2, 13]]]])  # 1 + 2/2, 2/2 + 4 + 8
+
+
 # -- malformed requests -------------------------------------------------------------------------------
 def test_malformed_requests_get_error_replies_and_the_harness_goes_on(live: Raw) -> None:
     # A well-delimited frame whose header is not JSON: answered (no id to echo), stream kept.
@@ -210,6 +327,25 @@ def test_malformed_requests_get_error_replies_and_the_harness_goes_on(live: Raw)
     header.update(op="ELEMENT_WISE_CLIP_GRAD1", params={"MinMaxDataType": 1})
     reply = live.run(header, payload)
     assert reply["status"] == "error" and "params.Min" in reply["message"]
+    # ClipGrad's FLOATs and AveragePoolingGrad's BOOL: a value of the wrong kind is named.
+    for params, field in (({"Min": "low", "Max": 1}, "params.Min: low is not a number"),
+                          ({"Min": 0, "Max": [1]}, "params.Max must be a number"),
+                          ({"Min": 0}, "request lacks params.Max")):
+        header, payload = relu_request("t/clip-v0-bad", [2], [2], [2])
+        header.update(op="ELEMENT_WISE_CLIP_GRAD", params=params)
+        reply = live.run(header, payload)
+        assert reply["status"] == "error" and field in reply["message"], reply
+    pooling = {"DimensionCount": 2, "Strides": [1, 1], "WindowSize": [2, 2], "StartPadding": [0, 0],
+               "EndPadding": [0, 0]}
+    entries, payload = protocol.pack_tensors([("InputGradientTensor", np.ones((1, 1, 2, 2), np.float32))])
+    for include, status, field in ((True, "error", "params.IncludePadding must be an integer"),
+                                   (1 << 40, "refused", "does not fit its BOOL field"),
+                                   (None, "error", "request lacks params.IncludePadding")):
+        params = pooling if include is None else {**pooling, "IncludePadding": include}
+        reply = live.run({"id": "t/avg-bad", "op": "AVERAGE_POOLING_GRAD", "params": params, "inputs": entries,
+                          "outputs": [{"name": "OutputGradientTensor", "DataType": 1, "Sizes": [1, 1, 3, 3]}]},
+                         payload)
+        assert reply["status"] == status and field in reply["message"], reply
     header, payload = relu_request("t/still-alive", [4], [4], [4])
     assert live.run(header, payload)["status"] == "ok"
 

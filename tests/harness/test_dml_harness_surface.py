@@ -148,6 +148,9 @@ LAYOUTS = {"InputTensor": TensorLayout(strides=(1, 2), offset=32),
            "InputGradientTensor": TensorLayout(strides=(0, 1), offset=16),
            "OutputGradientTensor": TensorLayout(strides=(5, 1), total_bytes=64, offset=48)}
 CLIP = {"MinMaxDataType": 1, "Min": "0x00000000bf000000", "Max": "0x0000000040000000"}  # -0.5, 2.0 as float32
+#: The same bounds for ELEMENT_WISE_CLIP_GRAD (v0), whose Min and Max are FLOATs.
+CLIP_V0 = {"Min": -0.5, "Max": 2.0}
+CLIP_PARAMS = {"ELEMENT_WISE_CLIP_GRAD1": CLIP, "ELEMENT_WISE_CLIP_GRAD": CLIP_V0}
 
 
 def clip_case(layouts: dict[str, TensorLayout]) -> SurfaceCase:
@@ -161,7 +164,7 @@ def test_the_hello_announces_layouts_and_the_three_paths(harness: Harness) -> No
     assert harness.hello["surface"] == {"layouts": True, "paths": ["operator", "graph", "in-place"]}
 
 
-@pytest.mark.parametrize("op", ["ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1"])
+@pytest.mark.parametrize("op", ["ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "ELEMENT_WISE_CLIP_GRAD"])
 @pytest.mark.parametrize("path", ["operator", "graph"])
 def test_strided_broadcast_padded_and_offset_tensors(harness: Harness, op: str, path: str) -> None:
     case = clip_case(LAYOUTS)
@@ -169,18 +172,19 @@ def test_strided_broadcast_padded_and_offset_tensors(harness: Harness, op: str, 
     if op == "ACTIVATION_RELU_GRAD":
         params, expected = {}, np.where(X > 0, DY, 0).astype(np.float32)
     else:
-        params, expected = CLIP, np.where((X > -0.5) & (X < 2.0), DY, 0).astype(np.float32)
+        params, expected = CLIP_PARAMS[op], np.where((X > -0.5) & (X < 2.0), DY, 0).astype(np.float32)
     header, payload, binding, before = request(f"surface/{op}@{path}", op, params, case, inputs,
                                                "OutputGradientTensor", path)
     run_and_check(harness, case, header, payload, binding, before, expected)
 
 
-def test_clip_grad1_in_place_over_its_strided_input(harness: Harness) -> None:
-    """The output bound over InputTensor's buffer (ClipGrad1's page lets it alias InputTensor), column-major at an
+@pytest.mark.parametrize("op", ["ELEMENT_WISE_CLIP_GRAD1", "ELEMENT_WISE_CLIP_GRAD"])
+def test_clip_grad_in_place_over_its_strided_input(harness: Harness, op: str) -> None:
+    """The output bound over InputTensor's buffer (both ClipGrad pages let it alias InputTensor), column-major at an
     offset; dY broadcast."""
     layouts = dict(LAYOUTS, OutputGradientTensor=LAYOUTS["InputTensor"])
     case = clip_case(layouts)
-    header, payload, binding, before = request("surface/clip@in-place", "ELEMENT_WISE_CLIP_GRAD1", CLIP, case,
+    header, payload, binding, before = request(f"surface/{op}@in-place", op, CLIP_PARAMS[op], case,
                                                {"InputTensor": X, "InputGradientTensor": DY}, "OutputGradientTensor",
                                                "in-place", alias="InputTensor")
     expected = np.where((X > -0.5) & (X < 2.0), DY, 0).astype(np.float32)
