@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from dmlconform.ops.average_pooling_grad import AVERAGE_POOLING_GRAD
 from dmlconform.ops.base import Operator
+from dmlconform.ops.clip_grad import CLIP_GRAD
 from dmlconform.ops.clip_grad1 import CLIP_GRAD1
 from dmlconform.ops.max_pooling_grad import MAX_POOLING_GRAD
 from dmlconform.ops.relu_grad import RELU_GRAD
+from dmlconform.ops.resample_grad import RESAMPLE_GRAD
 from dmlconform.ops.resample_grad1 import RESAMPLE_GRAD1
 from dmlconform.ops.slice_grad import SLICE_GRAD
 
 OPERATORS: dict[str, Operator] = {op.name: op for op in
-                                  (RELU_GRAD, CLIP_GRAD1, SLICE_GRAD, MAX_POOLING_GRAD, RESAMPLE_GRAD1)}
+                                  (RELU_GRAD, CLIP_GRAD1, SLICE_GRAD, MAX_POOLING_GRAD, RESAMPLE_GRAD1,
+                                   RESAMPLE_GRAD, CLIP_GRAD, AVERAGE_POOLING_GRAD)}
 
 
 def find_operator(name: object) -> Operator:
