@@ -33,6 +33,7 @@ pick is fixed, so a wrong rounding direction (floor for ceil) still moves a grad
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -109,13 +110,28 @@ def uncertainty(n_out: int, scale: float, input_offset: float, output_offset: fl
     return np.where(agree, 0.0, k / (1 - k) * scale_a)
 
 
-def _pick(x: np.ndarray, rounding: str) -> np.ndarray:
-    return np.floor(x) if rounding == "DECREASING" else np.ceil(x)
+#: NEAREST_NEIGHBOR's pick from a coordinate, per rounding rule: ResampleGrad1's two RoundingDirections, and the
+#: readings of ResampleGrad (v0), whose page names no rule (dmlconform/ops/resample_grad.py). The half rules are
+#: applied to the coordinate's float32 value exactly (x ± 0.5 is exact in float64).
+PICKS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "DECREASING": np.floor,
+    "INCREASING": np.ceil,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "half-up": lambda x: np.floor(x + 0.5),
+    "half-down": lambda x: np.ceil(x - 0.5),
+    "half-even": np.rint,
+}
+
+
+def pick(x: np.ndarray, rounding: str) -> np.ndarray:
+    """The element NEAREST_NEIGHBOR picks for coordinate x under the rounding rule, before the clamp (float64)."""
+    return PICKS[rounding](np.asarray(x, dtype=np.float64))
 
 
 def ambiguous_picks(x: np.ndarray, delta: np.ndarray, rounding: str) -> np.ndarray:
     """NEAREST_NEIGHBOR: coordinates whose pick depends on the order of evaluation."""
-    return (delta > 0) & (_pick(x - delta, rounding) != _pick(x + delta, rounding))
+    return (delta > 0) & (pick(x - delta, rounding) != pick(x + delta, rounding))
 
 
 def reach(x: np.ndarray, delta: np.ndarray, n_in: int) -> np.ndarray:
@@ -133,8 +149,8 @@ def reach(x: np.ndarray, delta: np.ndarray, n_in: int) -> np.ndarray:
 
 def pick_reach(x: np.ndarray, delta: np.ndarray, n_in: int, rounding: str) -> np.ndarray:
     """R[o, i] = 1 where NEAREST_NEIGHBOR may pick input i (clamped) for a coordinate within x(o) ± Δx(o)."""
-    low = np.clip(_pick(x - delta, rounding), 0, n_in - 1).astype(np.int64)
-    high = np.clip(_pick(x + delta, rounding), 0, n_in - 1).astype(np.int64)
+    low = np.clip(pick(x - delta, rounding), 0, n_in - 1).astype(np.int64)
+    high = np.clip(pick(x + delta, rounding), 0, n_in - 1).astype(np.int64)
     out = np.zeros((x.size, n_in))
     for o in range(x.size):
         out[o, low[o]:high[o] + 1] = 1.0

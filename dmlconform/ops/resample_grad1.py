@@ -99,26 +99,32 @@ class AxisTaps:
 
 
 def axis_taps(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float,
-              mode: str, rounding: str) -> AxisTaps:
+              mode: str, rounding: str, edges: str = "clamped") -> AxisTaps:
+    """The forward's taps along one axis. `rounding` names NEAREST_NEIGHBOR's rule (`coordinates.PICKS`); `edges` what
+    LINEAR does with a tap outside the input: `clamped` onto the edge (Resample2's), or `dropped` (a reading of
+    ResampleGrad v0's silent page)."""
     x = source_coordinates(n_out, scale, input_offset, output_offset).astype(np.float64)
     rows = np.arange(n_out)
     if mode == "NEAREST_NEIGHBOR":
-        pick = np.floor(x) if rounding == "DECREASING" else np.ceil(x)
+        pick = coordinates.pick(x, rounding)
         return AxisTaps(n_in, n_out, rows, np.clip(pick, 0, n_in - 1).astype(np.int64), np.ones(n_out))
     x = np.where(np.isfinite(x), x, np.clip(x, -1, n_in))  # an infinite coordinate clamps to an edge
     low = np.floor(x)
     t = x - low  # exact: x is a float32 value
     rows = np.concatenate([rows, rows])
-    cols = np.clip(np.concatenate([low, low + 1]), 0, n_in - 1).astype(np.int64)
+    taps = np.concatenate([low, low + 1])
+    cols = np.clip(taps, 0, n_in - 1).astype(np.int64)
     weights = np.concatenate([1.0 - t, t])
     keep = weights != 0
+    if edges == "dropped":
+        keep &= (taps >= 0) & (taps <= n_in - 1)
     return AxisTaps(n_in, n_out, rows[keep], cols[keep], weights[keep])
 
 
 def axis_weights(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float,
-                 mode: str, rounding: str) -> np.ndarray:
+                 mode: str, rounding: str, edges: str = "clamped") -> np.ndarray:
     """W[o, i]: the weight with which forward input i contributes to forward output o (float64)."""
-    return axis_taps(n_in, n_out, scale, input_offset, output_offset, mode, rounding).matrix()
+    return axis_taps(n_in, n_out, scale, input_offset, output_offset, mode, rounding, edges).matrix()
 
 
 def contribution_counts(taps: list[AxisTaps], uncertain: list[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -319,11 +325,26 @@ class ResampleGrad1(Operator):
             for i, offset in enumerate(desc.params[name]):
                 if np.isnan(offset):
                     raise DescriptionError(f"{name}[{i}]", "NaN is not an offset")
-        for variant in self.variants:
+        for variant in self.offset_readings:
             for axis, (_, n_out, scale, ipo, opo) in enumerate(self.axes(desc, variant)):
                 if np.isnan(source_coordinates(n_out, scale, ipo, opo)).any():
                     raise DescriptionError(f"Scales[{axis}]", f"with these offsets some source coordinate of axis "
                                            f"{axis} is NaN (inf − inf or inf/inf)")
+
+    #: One variant per reading of the offsets (the only choice that decides which coordinates exist at all).
+    offset_readings: tuple[str, ...] = ("swapped", "literal")
+
+    def offsets_swapped(self, variant: str | None) -> bool:
+        """Whether the variant reads the gradient's InputPixelOffsets as the forward's OutputPixelOffsets."""
+        return (variant or self.variants[0]) == "swapped"
+
+    def rounding(self, desc: Description, variant: str | None = None) -> str:
+        """NEAREST_NEIGHBOR's rounding rule (a key of `coordinates.PICKS`): here the RoundingDirection field."""
+        return str(desc.params["RoundingDirection"])
+
+    def edges(self, variant: str | None = None) -> str:
+        """What LINEAR does with a tap outside the input: Resample2 clamps it onto the edge."""
+        return "clamped"
 
     def weights(self, desc: Description, variant: str | None = None) -> list[np.ndarray]:
         """Per axis, the dense forward weight matrix W[o, i]."""
@@ -333,15 +354,15 @@ class ResampleGrad1(Operator):
         """Per axis: (dX extent, dY extent, scale, forward input offset, forward output offset)."""
         p = desc.params
         ipo, opo = p["InputPixelOffsets"], p["OutputPixelOffsets"]
-        if (variant or self.variants[0]) == "swapped":
+        if self.offsets_swapped(variant):
             ipo, opo = opo, ipo
         dy = desc.tensors["InputGradientTensor"].shape
         dx = desc.output.shape
         return [(dx[a], dy[a], p["Scales"][a], ipo[a], opo[a]) for a in range(len(dx))]
 
     def taps(self, desc: Description, variant: str | None = None) -> list[AxisTaps]:
-        p = desc.params
-        return [axis_taps(*axis, p["InterpolationMode"], p["RoundingDirection"]) for axis in self.axes(desc, variant)]
+        mode, rounding, edges = desc.params["InterpolationMode"], self.rounding(desc, variant), self.edges(variant)
+        return [axis_taps(*axis, mode, rounding, edges) for axis in self.axes(desc, variant)]
 
     def uncertain_coordinates(self, desc: Description, variant: str | None = None
                               ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -375,7 +396,7 @@ class ResampleGrad1(Operator):
             reaches = [coordinates.reach(x, delta, axis.n_in) for (x, delta), axis in zip(known, taps, strict=True)]
             return UncertainCoordinates(deltas, reaches,
                                         [r * (d > 0)[:, None] for r, d in zip(reaches, deltas, strict=True)])
-        rounding = desc.params["RoundingDirection"]
+        rounding = self.rounding(desc, variant)
         ambiguous = [coordinates.ambiguous_picks(x, delta, rounding).astype(np.float64) for x, delta in known]
         if not any(a.any() for a in ambiguous):
             return None
