@@ -132,6 +132,9 @@ def introduced_levels(results: list[CaseResult]) -> list[FeatureLevel]:
     return sorted({r.required_level for r in results}, key=lambda level: level.value)
 
 
+#: AveragePoolingGrad's readings of a window's divisor (dmlconform/ops/average_pooling_grad.py: its variants).
+AVERAGE_POOLING_READINGS = ("clipped-to-padding", "full-window", "in-bounds-overhang", "end-padding-as-start")
+
 #: A behaviour whose cases may list, beside their own candidates, the readings of another behaviour they also probe:
 #: a MaxPoolingGrad case whose gradient is not the pooled size and whose X holds NaN is refused (DirectML) or computed,
 #: and then its answer is one of MaxPoolingGrad's NaN readings. Such a case reads `computed` for its own behaviour and
@@ -139,6 +142,10 @@ def introduced_levels(results: list[CaseResult]) -> list[FeatureLevel]:
 NESTED_BEHAVIOURS: dict[str, tuple[str, str, frozenset[str]]] = {
     "maxpool-gradient-not-pooled-size": ("computed", "maxpool-nan-input",
                                          frozenset({"nan-ignored", "nan-sticks", "nan-wins", "nan-wins-last"})),
+    # AveragePoolingGrad: a gradient of another size, or a window larger than the padded input, is refused or
+    # computed, and computed its divisors follow one of the readings of OC-AP1 and OC-AP3 (avgpool-divisor).
+    **{behaviour: ("computed", "avgpool-divisor", frozenset(AVERAGE_POOLING_READINGS)) for behaviour in
+       ("avgpool-gradient-not-pooled-size", "avgpool-window-beyond-padded-input")},
 }
 
 

@@ -34,6 +34,9 @@ class Accumulation:
         not known exactly (ResampleGrad1: dmlconform/ops/_resample_coordinates.py); 0 elsewhere.
     coordinate_terms: m, how many terms those coordinates may bring to the element besides its own n (a NEAREST
         gradient whose pick may land here, a LINEAR tap that may reach it): a sum of up to n + m terms rounds.
+    quotient_roundings: r, the roundings a term's weight and its product with dy may cost where that is more than the
+        2f of weights that are products of factors: AveragePoolingGrad's `dy / divisor`, a division D3D allows
+        2.5 ULP of the quotient (5u relative), counts 5 (docs/tolerances.md §5c); 0 elsewhere.
     """
 
     value: np.ndarray
@@ -43,6 +46,7 @@ class Accumulation:
     abs_gradient_sum: np.ndarray | float = 0.0
     coordinate_slack: np.ndarray | float = 0.0
     coordinate_terms: np.ndarray | int = 0
+    quotient_roundings: np.ndarray | int = 0
 
     def at(self, flat: np.ndarray, shape: tuple[int, ...]) -> Accumulation:
         """The same data at the given flat indices of an output of `shape`, as 1-D arrays."""
@@ -51,7 +55,8 @@ class Accumulation:
             return np.broadcast_to(values, shape).reshape(-1)[flat]
 
         return Accumulation(pick(self.value), pick(self.abs_sum), pick(self.count), pick(self.weight_factors),
-                            pick(self.abs_gradient_sum), pick(self.coordinate_slack), pick(self.coordinate_terms))
+                            pick(self.abs_gradient_sum), pick(self.coordinate_slack), pick(self.coordinate_terms),
+                            pick(self.quotient_roundings))
 
     def sums_at(self, flat: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """v and M alone at the given flat indices (`at`'s other fields can cost far more: see LazyAccumulation)."""
@@ -84,7 +89,7 @@ class LazyAccumulation:
     def dense(self) -> Accumulation:
         whole = self.at(np.arange(math.prod(self.shape)))
         fields = (whole.value, whole.abs_sum, whole.count, whole.weight_factors, whole.abs_gradient_sum,
-                  whole.coordinate_slack, whole.coordinate_terms)
+                  whole.coordinate_slack, whole.coordinate_terms, whole.quotient_roundings)
         return Accumulation(*(a if np.ndim(a) == 0 else np.reshape(a, self.shape) for a in fields))
 
     @property
@@ -114,6 +119,10 @@ class LazyAccumulation:
     @property
     def coordinate_terms(self) -> np.ndarray | int:
         return self.dense.coordinate_terms
+
+    @property
+    def quotient_roundings(self) -> np.ndarray | int:
+        return self.dense.quotient_roundings
 
 
 ElementTerms = Accumulation | LazyAccumulation

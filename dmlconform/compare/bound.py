@@ -5,16 +5,19 @@ For an element with `n` terms `t_i = w_i·dy_i`, float64 sum `v`, `M = Σ|t_i|`,
 
 * `n = 0`: only ±0 is right; nothing may appear where nothing lands.
 * `n = 1` and `f = 0`: the element is a copy, which no legitimate implementation can round: exact.
-* otherwise `|actual − g| <= γ_K·M + ½·ulp(g) + U` with `K = (n − 1) + p`, `p = 2f`, and
+* otherwise `|actual − g| <= γ_K·M + ½·ulp(g) + U` with `K = (n − 1) + p`, `p = max(2f, r)`, and
   `U = (1 + γ_{K+1})·½·s·(n + (2f − 1)·D)` where `f > 0` (else 0), `s` the data type's smallest
-  subnormal.
+  subnormal, and `r` the roundings a quotient weight may cost (0 but for AveragePoolingGrad's `dy / divisor`, 5).
 
-Two refinements of the contract's text, both derived in docs/tolerances.md and both forced by a
+Three refinements of the contract's text, each derived in docs/tolerances.md and each forced by a
 legitimate implementation that the text's formula rejects:
 * `p = 2f` generalises the contract's `p = 2` (which is the `f = 1` case): a separable weight
   `w = Π_a w_a` may round each factor and each product of factors once.
 * `U` is gradual underflow (Higham §2.1): a product, or a weight rounded to the data type, that lands
   among the subnormals is off by up to `½·s` absolutely, not relatively.
+* `r`: a term `dy / d` that a division D3D allows within 2.5 ULP of the quotient (the two-step `dy·(1/d)`'s
+  bound: a 1-ULP reciprocal, a 0.5-ULP product) is off by up to 5u relative, five roundings, where a weight that
+  is a product of factors costs 2f.
 
 `γ_K = K·u/(1 − K·u)`; a case may name K, which replaces the default K only.
 """
@@ -33,9 +36,9 @@ from dmlconform.dtypes import DataType
 ROUNDINGS_PER_FACTOR = 2
 
 
-def default_k(count: np.ndarray, weight_factors: np.ndarray) -> np.ndarray:
-    """K = (n − 1) + 2f per element (meaningful where n >= 1)."""
-    return (count.astype(np.float64) - 1) + ROUNDINGS_PER_FACTOR * weight_factors
+def default_k(count: np.ndarray, weight_factors: np.ndarray, quotient_roundings: np.ndarray | int = 0) -> np.ndarray:
+    """K = (n − 1) + max(2f, r) per element (meaningful where n >= 1)."""
+    return (count.astype(np.float64) - 1) + np.maximum(ROUNDINGS_PER_FACTOR * weight_factors, quotient_roundings)
 
 
 def gamma(k: np.ndarray | float, dtype: DataType) -> np.ndarray:
@@ -52,7 +55,8 @@ def must_be_exact(count: np.ndarray, weight_factors: np.ndarray) -> np.ndarray:
 
 def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight_factors: np.ndarray,
               abs_gradient_sum: np.ndarray, dtype: DataType, k: float | None = None,
-              coordinate_slack: np.ndarray | float = 0.0, coordinate_terms: np.ndarray | int = 0) -> np.ndarray:
+              coordinate_slack: np.ndarray | float = 0.0, coordinate_terms: np.ndarray | int = 0,
+              quotient_roundings: np.ndarray | int = 0) -> np.ndarray:
     """The largest |actual − golden| the rule accepts, per element, as float64 (0 means exact).
 
     All arrays have the same shape; `golden` has the data type's own type. An explicit K replaces the
@@ -63,7 +67,7 @@ def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight
     M + C: there the rounding part is γ_K'·(M + C) + ½·ulp(|g| + C) with K' the default K of n + m terms, and
     no element is exact (a copy may become a sum, and an empty element may receive one).
     """
-    kk = default_k(count, weight_factors) if k is None else np.full(count.shape, float(k))
+    kk = default_k(count, weight_factors, quotient_roundings) if k is None else np.full(count.shape, float(k))
     smallest = float(np.finfo(dtype.numpy).smallest_subnormal)
     weight_roundings = np.maximum(ROUNDINGS_PER_FACTOR * weight_factors - 1, 0)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -73,7 +77,7 @@ def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight
         allowed = np.where(must_be_exact(count, weight_factors), 0.0, allowed)
         if np.any(coordinate_slack):
             terms = count + coordinate_terms
-            moved_k = np.maximum(default_k(terms, weight_factors), kk) if k is None else kk
+            moved_k = np.maximum(default_k(terms, weight_factors, quotient_roundings), kk) if k is None else kk
             largest = np.abs(golden.astype(np.float64)) + coordinate_slack
             moved = gamma(moved_k, dtype) * (abs_sum + coordinate_slack) + 0.5 * ulp_of(largest.astype(dtype.numpy)) \
                 + np.where(weight_factors > 0, underflow, 0.0)
@@ -85,7 +89,7 @@ def allowance_of(golden: np.ndarray, terms: Accumulation, dtype: DataType, k: fl
     """`allowance` with the fields of accumulation data taken at the same elements as `golden` (1-D each)."""
     return allowance(golden, np.asarray(terms.count), np.asarray(terms.abs_sum), np.asarray(terms.weight_factors),
                      np.asarray(terms.abs_gradient_sum), dtype, k, np.asarray(terms.coordinate_slack),
-                     np.asarray(terms.coordinate_terms))
+                     np.asarray(terms.coordinate_terms), np.asarray(terms.quotient_roundings))
 
 
 def allowance_at(golden: np.ndarray, accumulation: ElementTerms, shape: tuple[int, ...], where: np.ndarray | None,
@@ -103,11 +107,13 @@ def explain_at(golden: np.floating, terms: Accumulation, i: int, dtype: DataType
         return float(array if array.ndim == 0 else array[i])  # a scalar field stands for every element
 
     return explain(golden, int(at(terms.count)), at(terms.abs_sum), int(at(terms.weight_factors)),
-                   at(terms.abs_gradient_sum), dtype, k, at(terms.coordinate_slack), int(at(terms.coordinate_terms)))
+                   at(terms.abs_gradient_sum), dtype, k, at(terms.coordinate_slack), int(at(terms.coordinate_terms)),
+                   int(at(terms.quotient_roundings)))
 
 
 def explain(golden: np.floating, count: int, abs_sum: float, weight_factors: int, abs_gradient_sum: float,
-            dtype: DataType, k: float | None, coordinate_slack: float = 0.0, coordinate_terms: int = 0) -> str:
+            dtype: DataType, k: float | None, coordinate_slack: float = 0.0, coordinate_terms: int = 0,
+            quotient_roundings: int = 0) -> str:
     """One line naming the branch of the rule that decided an element, with its numbers."""
     coordinates = f" + C={coordinate_slack:.3g} for coordinates, m={coordinate_terms}" if coordinate_slack else ""
     if not np.isfinite(golden):
@@ -115,13 +121,16 @@ def explain(golden: np.floating, count: int, abs_sum: float, weight_factors: int
     if coordinate_slack:
         limit = float(allowance(np.array([golden], dtype=dtype.numpy), np.array([count]), np.array([abs_sum]),
                                 np.array([weight_factors]), np.array([abs_gradient_sum]), dtype, k,
-                                np.array([coordinate_slack]), np.array([coordinate_terms]))[0])
+                                np.array([coordinate_slack]), np.array([coordinate_terms]),
+                                np.array([quotient_roundings]))[0])
         return f"|err| <= {limit:.6g} (terms may move here{coordinates}, n={count}, M={abs_sum:.6g})"
     if count == 0:
         return "±0 (no term lands here)"
     if count == 1 and weight_factors == 0:
         return "exact (one copy, weight ±1)"
-    kk = float(default_k(np.array([count]), np.array([weight_factors]))[0]) if k is None else float(k)
+    kk = float(default_k(np.array([count]), np.array([weight_factors]), quotient_roundings)[0]) if k is None \
+        else float(k)
     limit = float(allowance(np.array([golden], dtype=dtype.numpy), np.array([count]), np.array([abs_sum]),
-                            np.array([weight_factors]), np.array([abs_gradient_sum]), dtype, k)[0])
+                            np.array([weight_factors]), np.array([abs_gradient_sum]), dtype, k,
+                            quotient_roundings=np.array([quotient_roundings]))[0])
     return f"|err| <= {limit:.6g} (γ_K·M + ½ulp(g), K={kk:g}, n={count}, M={abs_sum:.6g})"

@@ -59,8 +59,13 @@ def desc_fields(case: Case) -> list[tuple[str, Any]]:
     count = dimension_count(case)
     if count is not None:
         fields.append(("DimensionCount", count))
-    fields += [(p.name, list(params[p.name])) for p in case.op.params if p.kind not in (ParamKind.ENUM,
-                                                                                          ParamKind.SCALAR)]
+    for param in case.op.params:
+        if param.kind is ParamKind.BOOL:
+            fields.append((param.name, bool(params[param.name])))  # a DML BOOL: TRUE or FALSE
+        elif param.kind is ParamKind.FLOAT:
+            fields.append((param.name, float(params[param.name])))
+        elif param.kind not in (ParamKind.ENUM, ParamKind.SCALAR):
+            fields.append((param.name, list(params[param.name])))
     return fields
 
 
@@ -89,6 +94,8 @@ def describe(case: Case) -> list[str]:
             text = f"DML_TENSOR_DATA_TYPE_{value}"
         elif isinstance(value, np.generic):
             text = scalar_text(value)
+        elif isinstance(value, bool):
+            text = "TRUE" if value else "FALSE"
         elif isinstance(value, list):
             text = "{" + ", ".join(_number_text(v) for v in value) + "}"
         else:

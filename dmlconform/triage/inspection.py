@@ -179,14 +179,14 @@ def rule_lines(tolerance: Tolerance, dtype: DataType) -> list[str]:
     if tolerance.kind is RuleKind.ULP:
         return [f"ulp:{tolerance.ulps}: every element within {tolerance.ulps} ULP of the expected value, on the "
                 f"sign-magnitude integer line of {dtype.name} (a NaN only matches a NaN, an infinity only itself)"]
-    k = "K = (n − 1) + 2f" if tolerance.k is None else f"K = {tolerance.k:g} (given by the case)"
+    k = "K = (n − 1) + max(2f, r)" if tolerance.k is None else f"K = {tolerance.k:g} (given by the case)"
     return [f"{tolerance}: docs/reference/comparison.md (derivation: docs/tolerances.md), per output element "
             "with n terms t = w·dy:",
             "  n = 0: only ±0 (nothing may appear where nothing lands)",
             "  n = 1 with weight ±1 (a copy): exact",
             f"  otherwise |actual − golden| <= γ_K·M + ½·ulp(golden) + U, {k}, γ_K = K·u/(1 − K·u), "
             f"u = 2^{int(math.log2(dtype.unit_roundoff))} ({dtype.name}), M = Σ|t|; U covers gradual underflow "
-            "where a weight may round (f > 0)"]
+            "where a weight may round (f > 0); r = 5 where a term is a quotient dy / d (AveragePoolingGrad), else 0"]
 
 
 def element_ratios(expected: np.ndarray, actual: np.ndarray, dtype: DataType, tolerance: Tolerance,

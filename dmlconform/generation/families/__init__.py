@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from dmlconform.generation.families import elementwise, known_bugs, layout, negative, pooling, resample, slice
+from dmlconform.generation.families import (
+    average_pooling,
+    elementwise,
+    known_bugs,
+    layout,
+    negative,
+    pooling,
+    resample,
+    slice,
+)
 
 KINDS = {**elementwise.KINDS, **slice.KINDS, **pooling.KINDS, **resample.KINDS,
-         **negative.KINDS, **known_bugs.KINDS, **layout.KINDS}
+         **negative.KINDS, **known_bugs.KINDS, **layout.KINDS, **average_pooling.KINDS}

@@ -30,7 +30,7 @@ import numpy as np
 
 from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw
-from dmlconform.generation.families import elementwise, pooling, resample, slice
+from dmlconform.generation.families import average_pooling, elementwise, pooling, resample, slice
 from dmlconform.generation.families.common import Plan
 from dmlconform.generation.families.negative import Variant, _spec, _start
 from dmlconform.generation.families.pairs import Candidate, has_layout, pairwise_plans
@@ -58,6 +58,8 @@ CANDIDATES: dict[str, Candidate] = {
     "SLICE_GRAD": slice.pairs_candidate,
     "MAX_POOLING_GRAD": pooling.pairs_candidate,
     "RESAMPLE_GRAD1": resample.pairs_candidate,
+    "RESAMPLE_GRAD": resample.pairs_candidate,
+    "AVERAGE_POOLING_GRAD": average_pooling.pairs_candidate,
 }
 #: The layouts candidates take in turn (candidate index modulo 5).
 CYCLE = (PERMUTED, BROADCAST, PADDED, OFFSET, MIXED)

@@ -40,12 +40,24 @@ BASES = {
                                                 "OutputGradientTensor": (1, 1, 4, 4)},
                              {"Strides": [2, 2], "WindowSize": [2, 2], "StartPadding": [0, 0], "EndPadding": [0, 0],
                               "Dilations": [1, 1]}),
+    "AVERAGE_POOLING_GRAD": Base(DataType.FLOAT32, {"InputGradientTensor": (1, 1, 2, 2),
+                                                    "OutputGradientTensor": (1, 1, 4, 4)},
+                                 {"Strides": [2, 2], "WindowSize": [2, 2], "StartPadding": [0, 0],
+                                  "EndPadding": [0, 0], "IncludePadding": False}),
     "RESAMPLE_GRAD1": Base(DataType.FLOAT32,
                            {"InputGradientTensor": (1, 1, 4, 4), "OutputGradientTensor": (1, 1, 2, 2)},
                            {"InterpolationMode": "NEAREST_NEIGHBOR", "RoundingDirection": "DECREASING",
                             "Scales": [1.0, 1.0, 2.0, 2.0], "InputPixelOffsets": [0.0, 0.0, 0.0, 0.0],
                             "OutputPixelOffsets": [0.0, 0.0, 0.0, 0.0]}),
+    "RESAMPLE_GRAD": Base(DataType.FLOAT32,
+                          {"InputGradientTensor": (1, 1, 4, 4), "OutputGradientTensor": (1, 1, 2, 2)},
+                          {"InterpolationMode": "NEAREST_NEIGHBOR", "Scales": [1.0, 1.0, 2.0, 2.0],
+                           "InputPixelOffsets": [0.0, 0.0, 0.0, 0.0], "OutputPixelOffsets": [0.0, 0.0, 0.0, 0.0]}),
 }
+
+
+#: Operators whose dimension arrays have one element per spatial dimension (the tensors' DimensionCount - 2).
+POOLING = ("MAX_POOLING_GRAD", "AVERAGE_POOLING_GRAD")
 
 
 @dataclass(frozen=True)
@@ -68,14 +80,15 @@ def _with_rank(op: Operator, variant: Variant, rank: int) -> Variant:
     """Every tensor all ones at `rank` dimensions, the dimension arrays resized to match."""
     shapes = {name: (1,) * rank for name in op.tensors}
     params = dict(variant.params)
-    spatial = rank - 2 if op.name == "MAX_POOLING_GRAD" else rank
+    pool = op.name in POOLING
+    spatial = rank - 2 if pool else rank
     for name in op.dimension_arrays:
         params[name] = [params[name][0]] * spatial if spatial > 0 else params[name]
     if op.name == "SLICE_GRAD":
         params |= {"InputWindowOffsets": [0] * rank, "InputWindowSizes": [1] * rank, "InputWindowStrides": [1] * rank}
-    if op.name == "MAX_POOLING_GRAD" and spatial > 0:
+    if pool and spatial > 0:
         params |= {"Strides": [1] * spatial, "WindowSize": [1] * spatial}
-    if op.name == "RESAMPLE_GRAD1":
+    if op.name in ("RESAMPLE_GRAD1", "RESAMPLE_GRAD"):
         params |= {"Scales": [1.0] * rank}
     return replace(variant, shapes=shapes, params=params)
 
@@ -112,7 +125,7 @@ def mixed_ranks(op: Operator) -> Iterator[Variant]:
     start = _start(op)
     for name in op.tensors[1:]:
         shape = start.shapes[name]
-        changed = (*shape[:-1], 1, shape[-1]) if op.name == "MAX_POOLING_GRAD" and len(shape) == 4 else (1, *shape)
+        changed = (*shape[:-1], 1, shape[-1]) if op.name in POOLING and len(shape) == 4 else (1, *shape)
         yield replace(start, label=name, refuses=f"{name}.DimensionCount", shapes={**start.shapes, name: changed})
 
 
@@ -221,6 +234,7 @@ CONSTRAINTS: dict[str, Callable[[Operator], Iterator[Variant]]] = {
     "scale-nan": per_axis("Scales", float("nan")),
     "coordinate-nan": resample_coordinate_nan,
     "output-offset-nan": per_axis("OutputPixelOffsets", float("nan")),
+    "input-offset-nan": per_axis("InputPixelOffsets", float("nan")),
 }
 
 
