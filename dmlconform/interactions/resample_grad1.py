@@ -81,10 +81,12 @@ def offsets_kind(input_offset: float, output_offset: float) -> str:
     return "zero" if ipo == 0 else "equal"
 
 
-def forward_offsets(input_offset: float, output_offset: float) -> tuple[float, float]:
+def forward_offsets(input_offset: float, output_offset: float, swapped: bool | None = None) -> tuple[float, float]:
     """The forward's (input, output) offsets in the reading DirectML was measured to follow (the reference's
-    default variant)."""
-    if RESAMPLE_GRAD1.variants[0] == "swapped":
+    default variant; `swapped` says which for another operator)."""
+    if swapped is None:
+        swapped = RESAMPLE_GRAD1.offsets_swapped(None)
+    if swapped:
         return output_offset, input_offset
     return input_offset, output_offset
 
@@ -92,15 +94,19 @@ def forward_offsets(input_offset: float, output_offset: float) -> tuple[float, f
 def coordinate_classes(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float,
                        mode: str, rounding: str) -> np.ndarray:
     """The COORDINATES index of every output coordinate of one axis (forward offsets), as the reference treats it."""
-    x, delta = known_coordinates(n_out, scale, input_offset, output_offset, mode == "LINEAR")
+    x, delta = known_coordinates(n_out, scale, input_offset, output_offset, mode == "LINEAR", rounding)
     return classify_coordinates(x, delta, n_in, mode, rounding)
 
 
 def known_coordinates(n_out: int, scale: float, input_offset: float, output_offset: float,
-                      linear: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The reference's coordinates x(o) (float64) and how precisely it holds them known, Δx(o)."""
+                      linear: bool, rounding: str = NONE) -> tuple[np.ndarray, np.ndarray]:
+    """The reference's coordinates x(o) (float64) and how precisely it holds them known, Δx(o) (for NEAREST_NEIGHBOR
+    under `rounding`, a half rule's rounded sum too)."""
     x = source_coordinates(n_out, scale, input_offset, output_offset).astype(np.float64)
-    return x, coordinates.uncertainty(n_out, scale, input_offset, output_offset, linear)
+    delta = coordinates.uncertainty(n_out, scale, input_offset, output_offset, linear)
+    if not linear and rounding != NONE:
+        delta = np.maximum(delta, coordinates.rounding_slack(x, rounding))
+    return x, delta
 
 
 def classify_coordinates(x: np.ndarray, delta: np.ndarray, n_in: int, mode: str, rounding: str) -> np.ndarray:
@@ -113,7 +119,8 @@ def classify_coordinates(x: np.ndarray, delta: np.ndarray, n_in: int, mode: str,
                 (np.clip(below + 1, 0, last) != np.clip(above + 1, 0, last))
             low, high = x < 0, x > last
         else:
-            pick = np.floor if rounding == "DECREASING" else np.ceil
+            def pick(values: np.ndarray) -> np.ndarray:
+                return coordinates.pick(values, rounding)
             # The reference's ambiguous picks, less those the clamp puts on one element anyway.
             moves = np.clip(pick(x - delta), 0, last) != np.clip(pick(x + delta), 0, last)
             low, high = pick(x) < 0, pick(x) > last
@@ -128,9 +135,9 @@ def classify_coordinates(x: np.ndarray, delta: np.ndarray, n_in: int, mode: str,
 
 
 def axis_sites(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float, mode: str,
-               rounding: str) -> set[tuple[str, str, str, str, str]]:
+               rounding: str, swapped: bool | None = None) -> set[tuple[str, str, str, str, str]]:
     """(mode, rounding, coordinate, scale, offsets) of every coordinate of one axis (the gradient's offsets)."""
-    forward = forward_offsets(input_offset, output_offset)
+    forward = forward_offsets(input_offset, output_offset, swapped)
     found = np.unique(coordinate_classes(n_in, n_out, scale, *forward, mode, rounding))
     head = (mode, rounding if mode == "NEAREST_NEIGHBOR" else NONE)
     tail = (scale_kind(scale), offsets_kind(input_offset, output_offset))
@@ -199,22 +206,22 @@ Recipe = tuple[float, float, float, int, int]
 
 
 @cache
-def probed_recipes() -> dict[tuple[str, str, str, str, str], tuple[Recipe, ...]]:
+def probed_recipes(roundings: tuple[str, ...] = ("DECREASING", "INCREASING"), swapped: bool | None = None
+                   ) -> dict[tuple[str, str, str, str, str], tuple[Recipe, ...]]:
     """Per (mode, rounding, coordinate, scale kind, offsets kind) some valid axis can show, every probed axis that
-    shows it (an invalid one, with NaN coordinates, is skipped): the universe, and a generator's recipes."""
+    shows it (an invalid one, with NaN coordinates, is skipped): the universe, and a generator's recipes. ResampleGrad1
+    probes both RoundingDirections; ResampleGrad (v0) its one rule (`roundings`) and offset reading (`swapped`)."""
     found: dict[tuple[str, str, str, str, str], list[Recipe]] = {}
-    modes = [("NEAREST_NEIGHBOR", "DECREASING"), ("NEAREST_NEIGHBOR", "INCREASING"), ("LINEAR", NONE)]
+    modes = [*(("NEAREST_NEIGHBOR", rounding) for rounding in roundings), ("LINEAR", NONE)]
     for scale in itertools.chain(*PROBE_SCALES.values()):
         for ipo, opo in probe_offsets():
             if not valid_axis(PROBE_OUTPUTS, scale, ipo, opo):
                 continue
-            forward = forward_offsets(ipo, opo)
+            forward = forward_offsets(ipo, opo, swapped)
             tail = (scale_kind(scale), offsets_kind(ipo, opo))
-            for linear in (False, True):
-                x, delta = known_coordinates(PROBE_OUTPUTS, scale, *forward, linear)
-                for (mode, rounding), n_in in itertools.product(modes, range(1, PROBE_INPUTS + 1)):
-                    if (mode == "LINEAR") != linear:
-                        continue
+            for (mode, rounding) in modes:
+                x, delta = known_coordinates(PROBE_OUTPUTS, scale, *forward, mode == "LINEAR", rounding)
+                for n_in in range(1, PROBE_INPUTS + 1):
                     classes = classify_coordinates(x, delta, n_in, mode, rounding)
                     shown, first = np.unique(classes, return_index=True)
                     for c, o in zip(shown.tolist(), first.tolist(), strict=True):

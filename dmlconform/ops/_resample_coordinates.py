@@ -129,6 +129,20 @@ def pick(x: np.ndarray, rounding: str) -> np.ndarray:
     return PICKS[rounding](np.asarray(x, dtype=np.float64))
 
 
+def rounding_slack(x: np.ndarray, rounding: str) -> np.ndarray:
+    """How far a float32 evaluation of a half rule's x ± 0.5 may lie from the exact sum (0 where it is exact, and for
+    every other rule): floor(x + 0.5) with the sum in float32 picks 1 at x = 0.49999997 (the sum rounds to 1.0),
+    where the rule picks 0. x − 0.5 never rounds for x ≥ 0.25, nor x + 0.5 above 0.5."""
+    shift = {"half-up": 0.5, "half-down": -0.5}.get(rounding)
+    x = np.asarray(x, dtype=np.float64)
+    if shift is None:
+        return np.zeros(x.shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact = x + shift
+        rounded = (x.astype(np.float32) + np.float32(shift)).astype(np.float64)
+        return np.where(np.isfinite(exact), np.abs(rounded - exact), 0.0)
+
+
 def ambiguous_picks(x: np.ndarray, delta: np.ndarray, rounding: str) -> np.ndarray:
     """NEAREST_NEIGHBOR: coordinates whose pick depends on the order of evaluation."""
     return (delta > 0) & (pick(x - delta, rounding) != pick(x + delta, rounding))

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from dmlconform.dtypes import DataType as T
 from dmlconform.feature_levels import FeatureLevel as L
 from dmlconform.feature_levels import SupportRow, SupportTable
@@ -89,18 +87,6 @@ def _variants() -> tuple[str, ...]:
     return tuple(names)
 
 
-def addition_slack(x: np.ndarray, rounding: str) -> np.ndarray:
-    """How far a float32 evaluation of the half rules' x ± 0.5 may lie from the exact one (0 where it is exact):
-    floor(x + 0.5) in float32 picks 1 at x = 0.49999997, whose sum rounds to 1.0, where the exact rule picks 0."""
-    shift = {"half-up": 0.5, "half-down": -0.5}.get(rounding)
-    if shift is None:
-        return np.zeros(x.shape)
-    with np.errstate(invalid="ignore", over="ignore"):
-        exact = x + shift
-        rounded = (x.astype(np.float32) + np.float32(shift)).astype(np.float64)
-        return np.where(np.isfinite(exact), np.abs(rounded - exact), 0.0)
-
-
 class ResampleGrad(ResampleGrad1):
     name = "RESAMPLE_GRAD"
     support = SUPPORT
@@ -121,15 +107,6 @@ class ResampleGrad(ResampleGrad1):
 
     def edges(self, variant: str | None = None) -> str:
         return reading(variant).edges
-
-    def uncertain_coordinates(self, desc: Description, variant: str | None = None
-                              ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """ResampleGrad1's, and for a half rule the rounding of x ± 0.5 in float32 (`addition_slack`)."""
-        known = super().uncertain_coordinates(desc, variant)
-        if desc.params["InterpolationMode"] == "LINEAR":
-            return known
-        rounding = self.rounding(desc, variant)
-        return [(x, np.maximum(delta, addition_slack(x, rounding))) for x, delta in known]
 
 
 RESAMPLE_GRAD = ResampleGrad()

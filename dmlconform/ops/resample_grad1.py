@@ -370,12 +370,18 @@ class ResampleGrad1(Operator):
         modelled orders disagree or the real value is not a float32 value (D3D's division and reciprocal are not
         correctly rounded), and for LINEAR wherever the scale is not a power of two (DirectML's LINEAR coordinates
         are not exact there even where the quotient is a float32 value). A LINEAR weight moves with such a
-        coordinate; a NEAREST_NEIGHBOR pick moves only where x ± Δx straddles an integer (`ambiguous_picks`), as real
-        GPUs showed (docs/tolerances.md §5b)."""
+        coordinate; a NEAREST_NEIGHBOR pick moves only where x ± Δx straddles the rule's boundary (`ambiguous_picks`:
+        an integer for floor and ceil, a half-integer for the half rules), as real GPUs showed (docs/tolerances.md
+        §5b)."""
         linear = desc.params["InterpolationMode"] == "LINEAR"
-        return [(source_coordinates(n_out, scale, ipo, opo).astype(np.float64),
-                 coordinates.uncertainty(n_out, scale, ipo, opo, linear))
-                for _, n_out, scale, ipo, opo in self.axes(desc, variant)]
+        rounding = self.rounding(desc, variant)
+        known = []
+        for _, n_out, scale, ipo, opo in self.axes(desc, variant):
+            x = source_coordinates(n_out, scale, ipo, opo).astype(np.float64)
+            delta = coordinates.uncertainty(n_out, scale, ipo, opo, linear)
+            # A rounding rule that adds a half may round that sum too (ResampleGrad v0's; none of RoundingDirection's).
+            known.append((x, delta if linear else np.maximum(delta, coordinates.rounding_slack(x, rounding))))
+        return known
 
     def reference(self, desc: Description, inputs: Mapping[str, np.ndarray], variant: str | None = None
                   ) -> Reference:

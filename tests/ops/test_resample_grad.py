@@ -11,8 +11,9 @@ import pytest
 from dmlconform.dtypes import DataType
 from dmlconform.feature_levels import FeatureLevel
 from dmlconform.ops import find_operator
+from dmlconform.ops._resample_coordinates import rounding_slack
 from dmlconform.ops.base import Description, DescriptionError, ParamError, TensorDesc
-from dmlconform.ops.resample_grad import DEFAULT, ROUNDINGS, addition_slack, reading, variant
+from dmlconform.ops.resample_grad import DEFAULT, ROUNDINGS, reading, variant
 
 OP = find_operator("RESAMPLE_GRAD")
 RG1 = find_operator("RESAMPLE_GRAD1")
@@ -226,8 +227,9 @@ def test_a_float32_half_up_sum_that_rounds_leaves_the_pick_open_and_an_exact_tie
     """x = 0.49999997: floor(x + 0.5) is 0, but x + 0.5 in float32 is 1.0 (picks 1), so the pick is open; at the tie
     x = 2.5 the sum 3.0 is exact and the pick fixed (half-down's x - 0.5 never rounds here)."""
     x = np.array([np.float32(0.5) - np.float32(2.0**-25), 2.5, 0.25], np.float32).astype(np.float64)
-    assert addition_slack(x, "half-up").tolist()[1:] == [0, 0] and addition_slack(x, "half-up")[0] > 0
-    assert not addition_slack(x, "half-down").any() and not addition_slack(x, "floor").any()
+    assert rounding_slack(x, "half-up").tolist()[1:] == [0, 0] and rounding_slack(x, "half-up")[0] > 0
+    assert not rounding_slack(x, "half-down").any() and not rounding_slack(x, "floor").any()
+    assert not rounding_slack(x, "DECREASING").any()
     c = -(0.25 - 2.0**-26)  # x(0) = (0 - c)/1 - c = 0.49999997
     p = params("NEAREST_NEIGHBOR", [1.0], [c], [c])
     desc = describe("RESAMPLE_GRAD", p, F32, InputGradientTensor=(1,), OutputGradientTensor=(2,))
@@ -235,3 +237,55 @@ def test_a_float32_half_up_sum_that_rounds_leaves_the_pick_open_and_an_exact_tie
     assert x0[0] == np.float32(0.5) - np.float32(2.0**-25) and delta[0] > 0
     (_, floor_delta), = OP.uncertain_coordinates(desc, "floor")
     assert floor_delta[0] == 0
+
+
+#: The numbers the projects published, as printed there (test_vectors/resample_grad/published.yaml cites each file).
+ORT_SCALES = [2.7128, 2.9550, 2.7612, 1.4533, 2.9550, 3.2189, 3.0078, 1.5830,
+              2.7612, 3.0078, 2.8106, 1.4792, 1.4533, 1.5830, 1.4792, 0.7785] * 2
+ORT_ALIGN_SIZES = [2.9388, 3.9184, 3.9184, 2.9388, 3.9184, 5.2245, 5.2245, 3.9184,
+                   3.9184, 5.2245, 5.2245, 3.9184, 2.9388, 3.9184, 3.9184, 2.9388] * 2
+ORT_ALIGN_SCALES = [1.96, 2.24, 2.24, 1.96, 2.24, 2.56, 2.56, 2.24, 2.24, 2.56, 2.56, 2.24, 1.96, 2.24, 2.24, 1.96] * 2
+BURN_UP = ([4, 2, 4, 2, 2] + [2, 1, 2, 1, 1] * 6) * 2
+BURN_DOWN = ([1, 1, 1, 0, 1, 1, 1, 0] + [0] * 8) * 4
+PUBLISHED = {  # case id: (published dX, how many decimals it was printed with; None: exact)
+    "ort-resize-grad-with-sizes": ([4.0] * 32, None),
+    "ort-resize-grad-with-sizes-half": ([4.0] * 32, None),
+    "ort-resize-grad-with-scales": (ORT_SCALES, 4),
+    "ort-resize-grad-with-scales-half": (ORT_SCALES, 4),
+    "ort-resize-grad-with-sizes-and-align-corners": (ORT_ALIGN_SIZES, 4),
+    "ort-resize-grad-with-scales-and-align-corners": (ORT_ALIGN_SCALES, 4),
+    "burn-nearest-upsample": (BURN_UP, None),
+    "burn-nearest-downsample": (BURN_DOWN, None),
+}
+
+
+def test_the_reference_reproduces_the_published_gradients(same_bits):
+    """ONNX Runtime's ResizeGrad and Burn's nearest interpolate backward tests: every golden of published.yaml is the
+    reference's answer bit for bit (DirectML's reading, `swapped`, where the offsets differ) and the published number
+    to the digits it was printed with (float16 ones to within their own rounding)."""
+    from dmlconform.suite.loader import load_paths
+    from tests.ops.conftest import REPO
+
+    cases = {case.id: case for case in load_paths([REPO / "test_vectors" / "resample_grad" / "published.yaml"])}
+    assert set(cases) == set(PUBLISHED)
+    for case_id, (published, decimals) in PUBLISHED.items():
+        case = cases[case_id]
+        golden = (case.candidates["swapped"] if case.candidates else case.expected)["OutputGradientTensor"]
+        assert same_bits(OP.reference(case.description, case.inputs).outputs["OutputGradientTensor"], golden)
+        allowed = 0.0 if decimals is None else 0.5 * 10.0**-decimals
+        if golden.dtype == np.float16:
+            allowed += float(np.spacing(np.float16(max(published))))
+        assert np.max(np.abs(golden.astype(np.float64).reshape(-1) - np.array(published))) <= allowed, case_id
+
+
+def test_the_published_nearest_gradients_fail_floor_and_ceil():
+    """Burn's upsample (floor(o · 7/8) and floor(o · 5/7)) is round half up of DirectML's x = o/S - 0.5; its
+    coordinates hold no tie, so the other half rules give it too, but floor and ceil do not."""
+    from dmlconform.suite.loader import load_paths
+    from tests.ops.conftest import REPO
+
+    (case,) = [c for c in load_paths([REPO / "test_vectors" / "resample_grad" / "published.yaml"])
+               if c.id == "burn-nearest-upsample"]
+    for rounding in ROUNDINGS:
+        out = OP.reference(case.description, case.inputs, variant(rounding=rounding)).outputs["OutputGradientTensor"]
+        assert (out.reshape(-1).tolist() == BURN_UP) == rounding.startswith("half-"), rounding
