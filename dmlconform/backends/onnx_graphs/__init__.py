@@ -15,7 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dmlconform.backends.onnx_graphs import clip_grad1, max_pooling_grad, relu_grad, resample_grad1, slice_grad
+from dmlconform.backends.onnx_graphs import (
+    clip_grad1,
+    max_pooling_grad,
+    relu_grad,
+    resample_grad,
+    resample_grad1,
+    slice_grad,
+)
 from dmlconform.backends.onnx_graphs.common import IR_VERSION, OPSET, Graph, GraphUnsupported
 from dmlconform.ops.base import Description
 
@@ -66,18 +73,23 @@ CONSTRUCTIONS: dict[str, tuple[Construction, ...]] = {
                                           "where dY holds NaN or Inf)"),
         Construction("matmul-only", _resample_matmul_only, "the same, with Gather -> Where -> MatMul(weights) where "
                                                            "dY holds NaN or Inf (no element-wise Mul)")),
+    "RESAMPLE_GRAD": (
+        Construction("matmul", _resample, "ResampleGrad1's graph with v0's weights (onnx_graphs/resample_grad.py)"),
+        Construction("matmul-only", _resample_matmul_only, "the same, no element-wise Mul where dY holds NaN or Inf")),
 }
 
 #: Execution provider (the backend's --ep key) -> operator -> construction, where the default is not what that
 #: provider takes whole (measured with onnxruntime-directml 1.24.4 under Wine: docs/onnxruntime-backend.md).
 PREFERRED: dict[str, dict[str, str]] = {
     "dml": {"SLICE_GRAD": "scatter-opset17", "MAX_POOLING_GRAD": "gather-sum",
-            "ELEMENT_WISE_CLIP_GRAD1": "select-no-int64-math", "RESAMPLE_GRAD1": "matmul-only"},
+            "ELEMENT_WISE_CLIP_GRAD1": "select-no-int64-math", "RESAMPLE_GRAD1": "matmul-only",
+            "RESAMPLE_GRAD": "matmul-only"},
 }
 
 #: Operators whose graph depends on the data (a path, chosen per case by DATA_PATHS).
 DATA_PATHS: dict[str, Callable[[dict[str, np.ndarray]], str]] = {
     "RESAMPLE_GRAD1": resample_grad1.path_for,
+    "RESAMPLE_GRAD": resample_grad.path_for,
 }
 
 IMPLEMENTED = frozenset(CONSTRUCTIONS)

@@ -1,4 +1,5 @@
-"""RESAMPLE_GRAD1 as standard ONNX: per resampled axis, Transpose(axis -> last) -> MatMul(W) -> Transpose back.
+"""RESAMPLE_GRAD1 (and RESAMPLE_GRAD v0) as standard ONNX: per resampled axis, Transpose(axis -> last) -> MatMul(W)
+-> Transpose back.
 
 Resampling is separable, so dX = dY x_a W_a^T over every axis a, where W_a[o, i] is the weight with which
 forward input i feeds forward output o. The weight matrices are NOT computed by ONNX Runtime: they come
@@ -21,7 +22,7 @@ import numpy as np
 from dmlconform.backends.onnx_graphs.common import Graph, GraphBuilder, GraphUnsupported
 from dmlconform.dtypes import DataType
 from dmlconform.ops.base import Description
-from dmlconform.ops.resample_grad1 import RESAMPLE_GRAD1
+from dmlconform.ops.resample_grad1 import ResampleGrad1
 
 ACCUMULATE = {DataType.FLOAT16: DataType.FLOAT32, DataType.FLOAT32: DataType.FLOAT32,
               DataType.FLOAT64: DataType.FLOAT64}
@@ -56,9 +57,12 @@ def build(desc: Description, variant: str | None = None, path: str = "dense", sp
     dx_shape = desc.output.shape
     dy_shape = desc.tensors["InputGradientTensor"].shape
     rank = len(dx_shape)
-    weights = RESAMPLE_GRAD1.weights(desc, variant)
+    op = desc.op
+    if not isinstance(op, ResampleGrad1):
+        raise GraphUnsupported(f"{op.name} is not a resample gradient")
+    weights = op.weights(desc, variant)  # ResampleGrad (v0) is a ResampleGrad1 with its own coordinate rules
 
-    b = GraphBuilder("resample_grad1")
+    b = GraphBuilder(op.name.lower())
     dy = b.input("InputGradientTensor", dtype, dy_shape)
     value = dy if acc is dtype else b.cast(dy, acc)
     used = 0
