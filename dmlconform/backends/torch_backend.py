@@ -21,11 +21,14 @@ from dmlconform.backends import register
 from dmlconform.backends.base import BackendInfo, BackendOptions, Outcome, one_line, unexpressed
 from dmlconform.case import Case
 from dmlconform.feature_levels import HIGHEST
+from dmlconform.ops.average_pooling_grad import AVERAGE_POOLING_GRAD
 from dmlconform.ops.base import DescriptionError
+from dmlconform.ops.resample_grad import RESAMPLE_GRAD, reading
 
 NAME = "torch"
-#: The only reference variants the torch backend can follow; every other undocumented behaviour is PyTorch's own.
-VARIANTS = ("swapped", "literal")
+#: The only reference variants the torch backend can follow (ResampleGrad1's offsets, ResampleGrad v0's readings,
+#: AveragePoolingGrad's divisors where avg_pool can express them); every other undocumented behaviour is PyTorch's own.
+VARIANTS = tuple(dict.fromkeys(("swapped", "literal", *RESAMPLE_GRAD.variants, *AVERAGE_POOLING_GRAD.variants)))
 #: Which candidate PyTorch follows for each undocumented behaviour (docs/reference/operators.md), by behaviour name;
 #: `crosscheck` uses it to explain a case whose candidates do not include it.
 READINGS = {
@@ -86,7 +89,11 @@ class TorchBackend:
     @property
     def readings(self) -> dict[str, str]:
         """The candidate PyTorch follows for each undocumented behaviour, by behaviour name."""
-        return {**READINGS, "resample-offset-convention": self.variant or VARIANTS[0]}
+        v0 = reading(self.variant)
+        divisor = self.variant if self.variant in AVERAGE_POOLING_GRAD.variants else AVERAGE_POOLING_GRAD.variants[0]
+        return {**READINGS, "resample-offset-convention": v0.offsets,
+                "resample-v0-nearest-rounding": v0.rounding, "resample-v0-linear-edges": v0.edges,
+                "avgpool-asymmetric-padding": divisor, "avgpool-divisor": divisor}
 
     def info(self) -> BackendInfo:
         torch = self.torch
@@ -141,7 +148,8 @@ def import_torch() -> ModuleType:
 def create(options: BackendOptions) -> TorchBackend:
     if options.variant is not None and options.variant not in VARIANTS:
         raise RuntimeError(f"--variant {options.variant}: the torch backend follows PyTorch's own readings of "
-                           f"undocumented behaviour; only {' or '.join(VARIANTS)} (ResampleGrad1 offsets) applies")
+                           f"undocumented behaviour; only {', '.join(VARIANTS)} (ResampleGrad1's offsets, "
+                           "ResampleGrad's readings, AveragePoolingGrad's divisors) apply")
     torch = import_torch()
     cuda = torch.cuda.is_available()
     device = choose_device(options.device, cuda, torch.cuda.device_count() if cuda else 0)

@@ -127,11 +127,12 @@ def transpose_passes(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, ta
     return passes
 
 
-def is_identity(passes: list[TransposePass], weight: str) -> bool:
-    """Whether the axis maps output i to input i with factor 1 in the named weight (then it is skipped, which
-    also keeps a -0 gradient -0)."""
-    return len(passes) == 1 and passes[0].every_input and np.array_equal(passes[0].rows, passes[0].cols) and \
-        bool((getattr(passes[0], weight) == 1).all())
+def is_identity(passes: list[TransposePass], weight: str, n_out: int) -> bool:
+    """Whether the axis maps output i to input i with factor 1 in the named weight, and has as many outputs as inputs
+    (then it is skipped, which also keeps a -0 gradient -0). An axis whose outputs past the input have no taps at all
+    (ResampleGrad v0's `edges-dropped` reading) maps the first outputs so, and is not one."""
+    return len(passes) == 1 and passes[0].every_input and passes[0].cols.size == n_out and \
+        np.array_equal(passes[0].rows, passes[0].cols) and bool((getattr(passes[0], weight) == 1).all())
 
 
 @dataclass(frozen=True)
@@ -292,7 +293,7 @@ def _transposed_sums(values: np.ndarray, passes: Sequence[list[TransposePass]], 
     (a sum of -0 terms alone may be -0). `values` is float64; with `last` (and `scratch`), the last axis is swept."""
     out = values
     for axis, axis_passes, size in zip(range(first_axis, values.ndim), passes, n_in, strict=True):
-        if is_identity(axis_passes, weight):
+        if is_identity(axis_passes, weight, out.shape[axis]):
             continue
         if last is not None and scratch is not None and axis == values.ndim - 1:
             out = last.sweep_last(np.ascontiguousarray(out), size, weight, scratch)
@@ -321,7 +322,7 @@ def resample_transposed(dy: np.ndarray, passes: list[list[TransposePass]], n_in:
                         out_dtype: np.dtype, weight: str = "weights", magnitudes: bool = False) -> np.ndarray:
     """apply_transposed (of |dY| if `magnitudes`), rounded to `out_dtype`, a chunk of the leading identity axes
     (the batch) at a time; the first and last resampled axes are swept where they are regular."""
-    kept = next((a for a, axis in enumerate(passes) if not is_identity(axis, weight)), len(passes))
+    kept = next((a for a, axis in enumerate(passes) if not is_identity(axis, weight, dy.shape[a])), len(passes))
     out = np.empty(n_in, dtype=out_dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         if kept == len(passes):
@@ -330,7 +331,7 @@ def resample_transposed(dy: np.ndarray, passes: list[list[TransposePass]], n_in:
         last = dy.ndim - 1
 
         def pattern(a: int) -> RegularAxis | None:
-            sweepable = dy.size >= REGULAR_MIN_ELEMENTS and not is_identity(passes[a], weight)
+            sweepable = dy.size >= REGULAR_MIN_ELEMENTS and not is_identity(passes[a], weight, dy.shape[a])
             return regular_axis(passes[a], n_in[a], dy.shape[a]) if sweepable else None
 
         leading = pattern(kept) if kept < last else None

@@ -80,8 +80,30 @@ def test_choose_device_refuses_with_one_line(requested, available, count, messag
 
 
 def test_variants_other_than_the_offsets_are_refused():
-    with pytest.raises(RuntimeError, match="only swapped or literal"):
+    with pytest.raises(RuntimeError, match="only swapped, literal, "):
         create_backend("torch", BackendOptions(variant="nan-zero"))
+
+
+def test_resample_grad_v0_readings_are_variants_torch_follows():
+    """ResampleGrad (v0)'s readings are the torch realisation's too: a variant names them, and the fingerprint says
+    which one the backend follows; ResampleGrad1 reads a v0-only name as its default."""
+    backend = create_backend("torch", BackendOptions(variant="literal+half-even"))
+    assert backend.readings["resample-offset-convention"] == "literal"
+    assert backend.readings["resample-v0-nearest-rounding"] == "half-even"
+    assert create_backend("torch", BackendOptions()).readings["resample-v0-nearest-rounding"] == "half-up"
+    import torch
+
+    from dmlconform.backends.torch_grads import realise
+    from dmlconform.ops import find_operator
+    from tests.ops.conftest import make_description
+
+    params = {"InterpolationMode": "NEAREST_NEIGHBOR", "Scales": [4.0], "InputPixelOffsets": [0.0],
+              "OutputPixelOffsets": [0.0]}
+    desc = make_description("RESAMPLE_GRAD", params, "FLOAT32", InputGradientTensor=(8,), OutputGradientTensor=(3,))
+    dy = {"InputGradientTensor": (2.0 ** np.arange(8)).astype(np.float32)}  # x = o/4: quarters and ties
+    for name in ("swapped", "floor", "ceil", "half-down", "half-even"):
+        expected = find_operator("RESAMPLE_GRAD").reference(desc, dy, name).outputs["OutputGradientTensor"]
+        assert realise(desc, dy, torch.device("cpu"), name).tolist() == expected.tolist(), name
 
 
 def test_missing_torch_is_one_line(monkeypatch):

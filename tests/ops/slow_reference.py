@@ -18,7 +18,7 @@ import numpy as np
 from dmlconform.compare.accumulation import Accumulation
 from dmlconform.ops.base import Description
 from dmlconform.ops.max_pooling_grad import scan_taps
-from dmlconform.ops.resample_grad1 import RESAMPLE_GRAD1, AxisTaps, axis_taps, contribution_counts
+from dmlconform.ops.resample_grad1 import AxisTaps, axis_taps, contribution_counts
 from dmlconform.ops.resample_grad1 import apply_dense_transposed as apply_transposed
 
 
@@ -40,6 +40,8 @@ def max_pooling_grad(desc: Description, inputs: Mapping[str, np.ndarray], varian
 
 def resample_taps(desc: Description, variant: str = "literal") -> list[AxisTaps]:
     p = desc.params
+    if "RoundingDirection" not in p:  # ResampleGrad (v0): its variant names the readings of its coordinate rules
+        return desc.op.taps(desc, variant)  # type: ignore[attr-defined, no-any-return]
     ipo, opo = p["InputPixelOffsets"], p["OutputPixelOffsets"]
     if variant == "swapped":
         ipo, opo = opo, ipo
@@ -61,7 +63,7 @@ def resample_grad1(desc: Description, inputs: Mapping[str, np.ndarray], variant:
         abs_gradient_sum = apply_transposed(np.abs(dy64), [axis.tap_matrix() for axis in taps])
         out = value.astype(dy.dtype)
     # The coordinate slack came with the oracle work, not with the fast kernels: it is the package's own, whole.
-    uncertain = RESAMPLE_GRAD1.coordinate_uncertainty(desc, variant, taps)
+    uncertain = desc.op.coordinate_uncertainty(desc, variant, taps)  # type: ignore[attr-defined]
     count, factors = contribution_counts(taps, uncertain.rounding if uncertain else [None] * len(taps))
     slack = uncertain.slack(dy) if uncertain else 0.0
     return out, Accumulation(value, abs_sum, count, factors, abs_gradient_sum, slack)

@@ -1,4 +1,5 @@
-"""Adjoint properties: ResampleGrad1 is the transpose of Resample2, SliceGrad the transpose of Slice1.
+"""Adjoint properties: ResampleGrad1 is the transpose of Resample2, ResampleGrad (v0) of Resample1, SliceGrad the
+transpose of Slice1.
 
 The forward operators are written here, independently of the gradient code paths: Resample2 from the
 per-axis weight matrices (dmlconform.ops.resample_grad1.axis_weights, itself checked against the
@@ -8,6 +9,7 @@ formula in test_resample_grad1.py) and Slice1 as a plain loop over output coordi
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -90,3 +92,57 @@ def test_slice_grad_is_the_adjoint_of_slice1(describe, dtype):
         back = SLICE.reference(desc, {"InputGradientTensor": slice1(x, offsets, sizes, strides, counts)})
         kept = back.outputs["OutputGradientTensor"]
         assert np.array_equal(kept[grad != 0], x[grad != 0]) and not kept[grad == 0].any()
+
+
+RESAMPLE_V0 = find_operator("RESAMPLE_GRAD")
+V0_PICKS = {"floor": math.floor, "ceil": math.ceil, "half-up": lambda x: math.floor(x + 0.5),
+            "half-down": lambda x: math.ceil(x - 0.5), "half-even": round}  # Python's round: half to even
+
+
+def resample1_loop(x, out_shape, scales, ipo, opo, mode, rounding, edges):
+    """Forward Resample1 one output element at a time, from its page's formula: per axis the float32 coordinate
+    x = (o - OPO)/S - IPO, a NEAREST pick by `rounding` or LINEAR taps floor(x), floor(x) + 1 with weights 1 - t and t,
+    clamped to the edge (or, `edges` dropped, left out); the output is the sum over the taps' products."""
+    f32 = np.float32
+    out = np.zeros(out_shape)
+    for o in itertools.product(*(range(n) for n in out_shape)):
+        per_axis = []
+        for axis, oa in enumerate(o):
+            n_in = x.shape[axis]
+            c = float((f32(oa) - f32(opo[axis])) / f32(scales[axis]) - f32(ipo[axis]))
+            if mode == "NEAREST_NEIGHBOR":
+                per_axis.append([(min(max(V0_PICKS[rounding](c), 0), n_in - 1), 1.0)])
+                continue
+            low = math.floor(c)
+            taps = [(low, 1 - (c - low)), (low + 1, c - low)]
+            if edges == "dropped":
+                taps = [(i, w) for i, w in taps if 0 <= i < n_in]
+            per_axis.append([(min(max(i, 0), n_in - 1), w) for i, w in taps if w != 0])
+        for combination in itertools.product(*per_axis):
+            out[o] += math.prod(w for _, w in combination) * x[tuple(i for i, _ in combination)]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["NEAREST_NEIGHBOR", "LINEAR"])
+@pytest.mark.parametrize("variant", RESAMPLE_V0.variants)
+def test_resample_grad_v0_is_the_adjoint_of_a_brute_force_resample1(describe, mode, variant):
+    from dmlconform.ops.resample_grad import reading
+
+    rng = np.random.default_rng(17)
+    chosen = reading(variant)
+    for _ in range(8):
+        rank = int(rng.integers(1, 5))
+        dx = [int(v) for v in rng.integers(1, 5, size=rank)]
+        scales = [float(np.float32(rng.choice([0.5, 0.75, 1.0, 4 / 3, 2.0, 4.0]))) for _ in range(rank)]
+        dy_shape = [max(1, int(n * s) + int(rng.integers(-1, 3))) for n, s in zip(dx, scales, strict=True)]
+        ipo = [float(v) for v in rng.choice([-1.25, -0.5, 0.0, 0.25, 0.5, 0.75], size=rank)]
+        opo = [float(v) for v in rng.choice([-1.25, -0.5, 0.0, 0.25, 0.5, 0.75], size=rank)]
+        p = {"InterpolationMode": mode, "Scales": scales, "InputPixelOffsets": ipo, "OutputPixelOffsets": opo}
+        desc = describe("RESAMPLE_GRAD", p, DataType.FLOAT32, InputGradientTensor=dy_shape, OutputGradientTensor=dx)
+        x = rng.normal(size=dx)
+        dy = rng.normal(size=dy_shape).astype(np.float32)
+        grad = RESAMPLE_V0.reference(desc, {"InputGradientTensor": dy}, variant).accumulation["OutputGradientTensor"]
+        f_ipo, f_opo = (ipo, opo) if chosen.offsets == "literal" else (opo, ipo)
+        forward = resample1_loop(x, dy_shape, scales, f_ipo, f_opo, mode, chosen.rounding, chosen.edges)
+        assert float(np.sum(forward * dy.astype(np.float64))) == pytest.approx(float(np.sum(x * grad.value)),
+                                                                               rel=1e-12, abs=1e-12)

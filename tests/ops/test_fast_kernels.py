@@ -12,7 +12,7 @@ import dmlconform.ops._resample_kernel as resample
 import dmlconform.ops.max_pooling_grad as max_pooling
 from dmlconform.compare.accumulation import Accumulation
 from dmlconform.dtypes import DataType
-from dmlconform.ops import MAX_POOLING_GRAD, RESAMPLE_GRAD1
+from dmlconform.ops import MAX_POOLING_GRAD, RESAMPLE_GRAD, RESAMPLE_GRAD1
 from dmlconform.ops.base import Description, TensorDesc
 from dmlconform.ops.resample_grad1 import axis_taps
 from tests.ops import slow_reference
@@ -154,6 +154,19 @@ def test_resample_grad1_matches_the_dense_products(monkeypatch):
     for trial in range(500):
         vary_chunks_and_threads(monkeypatch, rng)
         check_against_the_old_kernel(RESAMPLE_GRAD1, slow_reference.resample_grad1, *resample_case(rng, trial), rng)
+
+
+@pytest.mark.slow
+def test_resample_grad_v0_matches_the_dense_products_under_every_reading(monkeypatch):
+    """ResampleGrad (v0) through the same kernels, every variant (the rounding rules, LINEAR taps dropped past the
+    edges: axes whose last outputs have no tap at all)."""
+    rng = np.random.default_rng(14)
+    for trial in range(120):
+        vary_chunks_and_threads(monkeypatch, rng)
+        desc, inputs = resample_case(rng, trial)
+        params = {k: v for k, v in desc.params.items() if k != "RoundingDirection"}
+        v0 = Description(RESAMPLE_GRAD, params, desc.tensors)
+        check_against_the_old_kernel(RESAMPLE_GRAD, slow_reference.resample_grad1, v0, inputs, rng)
 
 
 def test_two_linear_taps_clamped_onto_one_element_are_two_terms():

@@ -12,7 +12,15 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from dmlconform.backends.torch_grads import clip_grad1, max_pooling_grad, relu_grad, resample_grad1, slice_grad
+from dmlconform.backends.torch_grads import (
+    average_pooling_grad,
+    clip_grad1,
+    max_pooling_grad,
+    relu_grad,
+    resample_grad,
+    resample_grad1,
+    slice_grad,
+)
 from dmlconform.backends.torch_grads.common import TorchUnsupported, to_device, to_numpy
 from dmlconform.ops.base import Description
 
@@ -34,8 +42,15 @@ def realise(desc: Description, inputs: dict[str, np.ndarray], device: torch.devi
     case cannot be expressed."""
     on_device = {name: to_device(array, device) for name, array in inputs.items()}
     name = desc.op.name
+    # A variant another operator names (ResampleGrad v0's `half-up` for ResampleGrad1, say) is its default, as on the
+    # numpy backend.
+    own = variant if variant in desc.op.variants else None
     if name == "RESAMPLE_GRAD1":
-        result = resample_grad1.realise(desc, on_device, variant)
+        result = resample_grad1.realise(desc, on_device, own)
+    elif name == "RESAMPLE_GRAD":
+        result = resample_grad.realise(desc, on_device, own)
+    elif name == "AVERAGE_POOLING_GRAD":
+        result = average_pooling_grad.realise(desc, on_device, own)
     elif name in REALISATIONS:
         result = REALISATIONS[name](desc, on_device)
     else:
