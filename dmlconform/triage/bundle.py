@@ -69,7 +69,8 @@ def _tensor_entry(dtype: str, shape: tuple[int, ...], file: str | None) -> dict[
 
 
 def _param_value(case: Case, name: str, value: Any) -> Any:
-    """A parameter as the suite format reads it back exactly: floats in scalars by their bit pattern."""
+    """A parameter as the suite format reads it back exactly: floats in scalars and single FLOATs by their bit
+    pattern."""
     kind = next((p.kind for p in case.op.params if p.name == name), None)
     if kind is ParamKind.SCALAR:
         scalar = scalar_value(value, case.dtype)
@@ -77,6 +78,8 @@ def _param_value(case: Case, name: str, value: Any) -> Any:
             bits = int(scalar.view(case.dtype.bits_dtype))
             return f"0x{bits:0{case.dtype.numpy.itemsize * 2}x}"
         return int(scalar)
+    if kind is ParamKind.FLOAT:  # a DML FLOAT whatever the tensors' type: its float32 bits
+        return f"0x{int(np.array(value, np.float32).view(np.uint32)):08x}"
     if name == "MinMaxDataType":
         return value.name
     if isinstance(value, tuple):

@@ -96,6 +96,8 @@ def describe(case: Case) -> list[str]:
             text = scalar_text(value)
         elif isinstance(value, bool):
             text = "TRUE" if value else "FALSE"
+        elif isinstance(value, float):
+            text = scalar_text(np.float32(value))  # a single DML FLOAT, with its bits
         elif isinstance(value, list):
             text = "{" + ", ".join(_number_text(v) for v in value) + "}"
         else:
@@ -125,12 +127,20 @@ def scalar_union_json(value: np.generic) -> Any:
     return int(value)
 
 
+def _json_float(value: float) -> float | str:
+    """A FLOAT as DxDispatch reads it: a number, or one of the strings nan, inf and -inf."""
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"
+
+
 def _json_array(value: Any) -> Any:
-    """Arrays of FLOAT fields: DxDispatch reads non-finite elements as the strings nan, inf and -inf."""
+    """FLOAT fields, alone (ClipGrad v0's Min and Max) or in arrays: non-finite values as strings."""
+    if isinstance(value, float):
+        return _json_float(value)
     if not isinstance(value, list):
         return value
-    return [("nan" if math.isnan(v) else "inf" if v > 0 else "-inf") if isinstance(v, float) and not math.isfinite(v)
-            else v for v in value]
+    return [_json_float(v) if isinstance(v, float) else v for v in value]
 
 
 def dxdispatch_model(case: Case, input_files: dict[str, str], output_file: str) -> dict[str, Any]:

@@ -26,6 +26,8 @@ SCALAR_MEMBERS = {"FLOAT16": "UInt16", "FLOAT32": "Float32", "FLOAT64": "Float64
                   "UINT32": "UInt32", "UINT64": "UInt64", "INT8": "Int8", "INT16": "Int16", "INT32": "Int32",
                   "INT64": "Int64"}
 TENSOR, UINT, UINTS, INTS, FLOATS, DTYPE, SCALAR = "tensor", "uint", "uints", "ints", "floats", "dtype", "scalar"
+#: One FLOAT field, read by ParseFloat32Field as an array's elements are (ParseFloatingPointNumber).
+FLOAT = "float"
 ENUMS = {"InterpolationMode": ("NEAREST_NEIGHBOR", "LINEAR"), "RoundingDirection": ("INCREASING", "DECREASING")}
 ENUM_PREFIX = {"InterpolationMode": "DML_INTERPOLATION_MODE_", "RoundingDirection": "DML_AXIS_DIRECTION_"}
 #: Every field of each desc, in struct order, as ParseDml*OperatorDesc reads them; and the bind points.
@@ -35,6 +37,8 @@ STRUCTS: dict[str, list[tuple[str, str]]] = {
     "ELEMENT_WISE_CLIP_GRAD1": [("InputTensor", TENSOR), ("InputGradientTensor", TENSOR),
                                 ("OutputGradientTensor", TENSOR), ("MinMaxDataType", DTYPE), ("Min", SCALAR),
                                 ("Max", SCALAR)],
+    "ELEMENT_WISE_CLIP_GRAD": [("InputTensor", TENSOR), ("InputGradientTensor", TENSOR),
+                               ("OutputGradientTensor", TENSOR), ("Min", FLOAT), ("Max", FLOAT)],
     "SLICE_GRAD": [("InputGradientTensor", TENSOR), ("OutputGradientTensor", TENSOR), ("DimensionCount", UINT),
                    ("InputWindowOffsets", UINTS), ("InputWindowSizes", UINTS), ("InputWindowStrides", INTS)],
     "MAX_POOLING_GRAD": [("InputTensor", TENSOR), ("InputGradientTensor", TENSOR), ("OutputGradientTensor", TENSOR),
@@ -128,6 +132,9 @@ def _field(op: str, name: str, kind: str, value: object, desc: dict[str, Any], p
             (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)) or v in ("nan", "inf", "-inf")
             for v in value)):
         problems.append(f"{where}: {value!r} is not an array of FLOAT")
+    elif kind == FLOAT and not ((isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(
+            value)) or value in ("nan", "inf", "-inf")):
+        problems.append(f"{where}: {value!r} is not a FLOAT")
     elif kind == "enum" and value not in ENUMS[name] and (not isinstance(value, str) or value.removeprefix(
             ENUM_PREFIX[name]) not in ENUMS[name]):
         problems.append(f"{where}: {value!r} is not a value of its enum")
@@ -159,7 +166,7 @@ def check_model(path: Path) -> list[str]:
         op = str(dispatchable.get("type", "")).removeprefix("DML_OPERATOR_") if isinstance(dispatchable, dict) else ""
         desc = dispatchable.get("desc", dispatchable.get("Desc")) if isinstance(dispatchable, dict) else None
         if op not in STRUCTS or not isinstance(desc, dict):
-            problems.append(f"dispatchable {name}: not one of the five gradient operators with a desc")
+            problems.append(f"dispatchable {name}: not one of the gradient operators with a desc")
             continue
         expected = [field for field, _ in STRUCTS[op]]
         if list(desc) != expected:

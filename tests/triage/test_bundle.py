@@ -128,3 +128,29 @@ def test_bundle_files_honour_the_umask(bundled: list[Case], tmp_path: Path, umas
     modes = {p.relative_to(tmp_path).as_posix(): p.stat().st_mode & 0o777 for p in tmp_path.rglob("*") if p.is_file()}
     assert modes.pop("reproduce.sh") == script_mode
     assert modes and set(modes.values()) == {0o666 & ~umask}
+
+
+@pytest.mark.parametrize("case_id", ["signed-zero-min", "nan-min-int32", "infinite-bounds-f32", "fractional-bounds-int32"])
+def test_a_bundle_keeps_single_float_fields_bit_exact(bundled: list[Case], tmp_path: Path, case_id: str) -> None:
+    """ClipGrad v0's Min and Max are single DML FLOATs: the bundle's suite writes their float32 bits (a -0.0, a NaN
+    and an infinity read back as they were), show's desc prints them with their bits, and the DxDispatch model
+    writes a non-finite one as the string DxDispatch's ParseFloat32Field reads."""
+    from dmlconform.suite.loader import load_paths
+    from dmlconform.triage.dml import describe
+
+    case = next(c for c in bundled if c.full_id == f"clip_grad.edge/{case_id}")
+    check = write_bundle(tmp_path, case, None, inspect_case(case, None), [], None, None, "none", HIGHEST)
+    assert check.ok, check
+    text = (tmp_path / SUITE).read_text()
+    assert "Min: '0x" in text and "Max: '0x" in text
+    [loaded] = load_paths([tmp_path / SUITE])
+    for name in ("Min", "Max"):
+        ours, theirs = (np.array(c.description.params[name], np.float32).view(np.uint32) for c in (case, loaded))
+        assert ours == theirs, name
+    assert check_model(tmp_path / MODEL) == []
+    desc = json.loads((tmp_path / MODEL).read_text())["dispatchables"]["operator"]["desc"]
+    assert list(desc) == ["InputTensor", "InputGradientTensor", "OutputGradientTensor", "Min", "Max"]
+    low = case.description.params["Min"]
+    assert desc["Min"] == ("nan" if np.isnan(low) else "-inf" if low == -np.inf else low)
+    bits = int(np.array(low, np.float32).view(np.uint32))
+    assert f"    Min = {np.float32(low)!s} (0x{bits:08x});" in describe(case)
