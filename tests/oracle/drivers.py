@@ -26,6 +26,7 @@ test_description_rules.py). Bugs that skip validation are listed as such.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterator, Mapping
@@ -42,7 +43,7 @@ from dmlconform.ops._resample_coordinates import inverts_exactly
 from dmlconform.ops.base import Description, DescriptionError
 from dmlconform.surface.buffers import images_before
 from dmlconform.surface.paths import EDGES_SUFFIX, ExecutionPath
-from tests.oracle.arithmetic import Summation, Weight, exact, round_fraction, weight_value
+from tests.oracle.arithmetic import Summation, Weight, exact, exact_total, round_fraction, weight_value
 
 Terms = list[tuple[Weight, np.floating]]
 
@@ -349,7 +350,7 @@ def _fp16_result(value: np.floating, terms: Terms, knobs: Knobs) -> np.floating:
         return value
     if not all(np.isfinite(v) for _, v in terms):
         return value
-    exact_sum = sum((weight_value(w) * exact(v) for w, v in terms), Fraction(0))
+    exact_sum = exact_total(terms)
     if knobs.bug == "fp16-double-rounding":
         return round_fraction(exact(round_fraction(exact_sum, np.dtype(np.float32))), np.dtype(np.float16))
     # Truncation (round toward zero) never overflows: a sum past the largest fp16 value gives that value.
@@ -739,11 +740,13 @@ def resample_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str,
                                                                       n_out, mode), n_in, mode, rounding))
                          for o in range(n_out)])
     terms: dict[int, Terms] = {}
+    strides = _packed(shape)  # the row-major element number of a tap: Σ index·stride (every index is in range)
     for o in np.ndindex(dy.shape):
+        value = dy[o]
         for combination in itertools.product(*(per_axis[a][o[a]] for a in range(len(shape)))):
             weight = tuple(w for _, w in combination)
-            flat = int(np.ravel_multi_index(tuple(i for i, _ in combination), shape))
-            terms.setdefault(flat, []).append((weight, dy[o]))
+            flat = sum(i * stride for (i, _), stride in zip(combination, strides, strict=True))
+            terms.setdefault(flat, []).append((weight, value))
     return _finish_sums(terms, shape, dy.dtype, knobs)
 
 
@@ -1034,6 +1037,7 @@ BUFFER_BUGS: dict[str, tuple[frozenset[str], ExecutionPath | None, bool]] = {
 }
 
 
+@functools.cache  # asked for every case a mutation test tries
 def operators_affected(knobs: Knobs) -> frozenset[str]:
     """The operators on which this driver can differ from `straight`."""
     if knobs.bug is not None:
