@@ -76,6 +76,18 @@ class Knobs:
     coordinates: str = "division"
     #: MaxPoolingGrad with a gradient that is not the pooled size: computed, or refused (DirectML 1.15.4).
     pool_gradient_size: str = "computed"
+    #: How ResampleGrad (v0) evaluates NEAREST_NEIGHBOR's round half up, floor(x + 0.5): `exact`, with the sum in
+    #: `float32`, or `folded` into the coordinate as Resample2 DECREASING with InputPixelOffsets lowered by 0.5.
+    v0_half: str = "exact"
+    #: AveragePoolingGrad's divisor with IncludePadding TRUE (its reference variants: OC-AP1, OC-AP3).
+    avg_divisor: str = "clipped-to-padding"
+    #: How AveragePoolingGrad forms dY / divisor: `weight` (1/divisor as the term's weight, rounded as `summation`
+    #: says: exact, or a reciprocal rounded to float32 or the data type), or a float32 division 2 ULP `low` (toward
+    #: zero) or `high` wherever the quotient is inexact (D3D allows 2.5 ULP), rounded to the accumulation type.
+    avg_division: str = "weight"
+    #: AveragePoolingGrad with a gradient that is not the pooled size, or a window larger than the padded input:
+    #: computed, or refused.
+    avg_gradient_size: str = "computed"
     # How the driver meets its buffers (contract §9; only cases with a layout or on the graph or in-place path).
     #: The order its threads store the output's elements: row-major, reverse, or column-major (first axis fastest).
     write_order: str = "row-major"
@@ -136,6 +148,9 @@ class SimulatedDriver:
         if self.knobs.pool_gradient_size == "refused" and case.op.name == "MAX_POOLING_GRAD" \
                 and not _gradient_is_pooled_size(case):
             return "InputGradientTensor.Sizes: not the pooled size"
+        if self.knobs.avg_gradient_size == "refused" and case.op.name == "AVERAGE_POOLING_GRAD" \
+                and not _avg_windows_fit(case):
+            return "InputGradientTensor.Sizes: not the pooled size, or a window larger than the padded input"
         return None
 
 
@@ -148,7 +163,17 @@ def _gradient_is_pooled_size(case: Case) -> bool:
                for d in range(len(x)))
 
 
-_SUMMING = ("MAX_POOLING_GRAD", "RESAMPLE_GRAD1")
+def _avg_windows_fit(case: Case) -> bool:
+    """dY is the pooled size, (In + StartPadding + EndPadding - WindowSize) // Strides + 1, and that is at least 1."""
+    p = case.description.params
+    dx = case.description.tensors["OutputGradientTensor"].shape[2:]
+    dy = case.description.tensors["InputGradientTensor"].shape[2:]
+    sizes = [(dx[d] + p["StartPadding"][d] + p["EndPadding"][d] - p["WindowSize"][d]) // p["Strides"][d] + 1
+             for d in range(len(dx))]
+    return all(size >= 1 and size == dy[d] for d, size in enumerate(sizes))
+
+
+_SUMMING = ("MAX_POOLING_GRAD", "RESAMPLE_GRAD1", "AVERAGE_POOLING_GRAD", "RESAMPLE_GRAD")
 
 
 def _compute(knobs: Knobs, desc: Description, inputs: Mapping[str, np.ndarray],
@@ -617,6 +642,102 @@ def _buggy_winners(knobs: Knobs, x: np.ndarray, plane: tuple[int, int], taps: li
     return [] if winner is None else [winner]
 
 
+# -- AVERAGE_POOLING_GRAD ----------------------------------------------------------------------------------------
+def _avg_divisor(knobs: Knobs, positions: list[range], spatial: tuple[int, ...], start: list[int], end: list[int],
+                 include: bool) -> int:
+    """The window's divisor, from its positions along each axis: what counts of them, multiplied over the axes."""
+    def counted(low: list[int], high: list[int]) -> int:
+        return math.prod(sum(1 for p in axis if lo <= p < hi) for axis, lo, hi in zip(positions, low, high,
+                                                                                      strict=True))
+
+    full = math.prod(len(axis) for axis in positions)
+    inside = counted([0] * len(spatial), list(spatial))
+    bug = knobs.bug
+    if bug == "avgpool-divisor-ignores-include-padding" or (
+            bug == "avgpool-padding-counted-when-excluded" and not include and start != end):
+        return full
+    if not include:
+        return inside
+    low = [-a for a in start]
+    if bug == "avgpool-end-padding-dropped":  # the padded input taken as [-StartPadding, In)
+        return counted(low, list(spatial))
+    if bug == "avgpool-end-padding-of-another-axis":
+        # ONNX Runtime's pool_functors.h before #27375: the 2-D end clamp of H used W's start pad (pads[1]); in 3-D,
+        # H's used W's start pad and W's used H's end pad (DML axes: 0 = H, 1 = W, 2 = D in ORT's order).
+        wrong = [start[1], end[1]] if len(spatial) == 2 else [start[1], end[0], end[2]]
+        return counted(low, [n + e for n, e in zip(spatial, wrong, strict=True)])
+    reading = knobs.avg_divisor
+    if reading == "full-window":
+        return full
+    if reading == "in-bounds-overhang":
+        past = any(axis[-1] >= n + e for axis, n, e in zip(positions, spatial, end, strict=True))
+        return inside if past else full
+    tail = start if reading == "end-padding-as-start" else end
+    return counted(low, [n + t for n, t in zip(spatial, tail, strict=True)])
+
+
+def _two_ulp(value: np.floating, low: bool) -> np.floating:
+    toward = value.dtype.type(0.0) if low else value.dtype.type(np.copysign(np.inf, value))
+    return np.nextafter(np.nextafter(value, toward), toward)
+
+
+def _avg_quotient(knobs: Knobs, dy: np.floating, divisor: int) -> tuple[Weight, np.floating]:
+    """The term dy / divisor as (weight, value) for `_finish_sums`."""
+    if knobs.bug == "avgpool-not-divided":
+        return (Fraction(1),), dy
+    if knobs.avg_division == "weight" or divisor == 1 or not np.isfinite(dy):
+        return (Fraction(1, divisor),), dy
+    exact_q = exact(dy) / divisor
+    q = round_fraction(exact_q, np.dtype(np.float32))
+    if exact(q) != exact_q:  # an inexact quotient: where D3D's 2.5-ULP division may land
+        q = _two_ulp(q, knobs.avg_division == "low")
+    work = np.dtype(np.float32) if knobs.summation.accumulate in ("float32", "exact") else dy.dtype
+    return (Fraction(1),), round_fraction(exact(q), work)
+
+
+def average_pooling_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                         shape: tuple[int, ...]) -> np.ndarray:
+    """dX[x] = Σ over the windows o covering x of dY[o] / divisor(o); window o covers o·Strides − StartPadding + k,
+    k < WindowSize, per axis (the page, and its forward's)."""
+    dy = _flush(inputs["InputGradientTensor"], knobs)
+    spatial = tuple(shape[2:])
+    strides, window = list(params["Strides"]), list(params["WindowSize"])
+    start, end = list(params["StartPadding"]), list(params["EndPadding"])
+    include = bool(params["IncludePadding"]) != (knobs.bug == "avgpool-include-padding-inverted")
+    offsets = [0] * len(spatial) if knobs.bug == "avgpool-start-padding-ignored" else start
+    windows = dy.shape[2:]
+    if knobs.bug == "avgpool-gradient-beyond-pooled-size-ignored":
+        windows = tuple(min(o, max(0, (n + a + e - k) // s + 1)) for o, n, a, e, k, s in
+                        zip(windows, spatial, start, end, window, strides, strict=True))
+    overwrite = knobs.bug == "avgpool-3d-overlaps-overwrite" and len(spatial) == 3
+    terms: dict[int, Terms] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for n, c in itertools.product(range(shape[0]), range(shape[1])):
+            for o in itertools.product(*(range(w) for w in windows)):
+                positions = [range(o[d] * strides[d] - offsets[d], o[d] * strides[d] - offsets[d] + window[d])
+                             for d in range(len(spatial))]
+                inside = [[p for p in axis if 0 <= p < spatial[d]] for d, axis in enumerate(positions)]
+                gradient = dy[(n, c, *o)]
+                if not all(inside):
+                    if knobs.bug == "avgpool-padding-window-clamped":
+                        # The window's taps clamped into the input, divided by its count of input positions (0).
+                        nearest = tuple(min(max(axis[0], 0), spatial[d] - 1) for d, axis in enumerate(positions))
+                        flat = int(np.ravel_multi_index((n, c, *nearest), shape))
+                        terms.setdefault(flat, []).append(((Fraction(1),), gradient / gradient.dtype.type(0)))
+                    continue
+                divisor = _avg_divisor(knobs, positions, spatial, start, end, include)
+                if divisor == 0:
+                    continue
+                term = _avg_quotient(knobs, gradient, divisor)
+                for place in itertools.product(*inside):
+                    flat = int(np.ravel_multi_index((n, c, *place), shape))
+                    if overwrite:
+                        terms[flat] = [term]
+                    else:
+                        terms.setdefault(flat, []).append(term)
+    return _finish_sums(terms, shape, dy.dtype, knobs)
+
+
 # -- RESAMPLE_GRAD1 ----------------------------------------------------------------------------------------------
 def _coordinate(knobs: Knobs, o: int, scale: float, ipo: float, opo: float, n_in: int, n_out: int,
                 mode: str) -> float:
@@ -671,8 +792,17 @@ def _axis_taps(knobs: Knobs, x: float, n_in: int, mode: str, rounding: str) -> l
         return min(max(i, 0), n_in - 1)
 
     if mode == "NEAREST_NEIGHBOR":
-        if knobs.bug == "resample-nearest-rounds-half-even":
+        if knobs.bug in ("resample-nearest-rounds-half-even", "resample-v0-nearest-rounds-half-to-even"):
             pick = int(np.rint(x))
+        elif rounding == V0:  # ResampleGrad (v0): round half up
+            if knobs.bug == "resample-v0-nearest-floors":
+                pick = math.floor(x)
+            elif knobs.v0_half == "float32-sum":
+                pick = math.floor(np.float32(x) + np.float32(0.5))
+            else:
+                pick = math.floor(exact(x) + Fraction(1, 2))
+        elif rounding == V0_FOLDED:  # the half already in the coordinate
+            pick = math.floor(x)
         else:
             increasing = rounding == "INCREASING"
             if knobs.bug == "resample-rounding-swapped":
@@ -726,13 +856,19 @@ _RESAMPLE_REAL_BUGS = ("resample-nearest-inverse-window-floored", "resample-near
 def resample_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
                    shape: tuple[int, ...]) -> np.ndarray:
     dy = _flush(inputs["InputGradientTensor"], knobs)
-    mode, rounding = params["InterpolationMode"], params["RoundingDirection"]
+    mode, rounding = params["InterpolationMode"], params.get("RoundingDirection", V0)
     scales = list(params["Scales"])
     ipo, opo = list(params["InputPixelOffsets"]), list(params["OutputPixelOffsets"])
     if knobs.resample_offsets == "swapped":
         ipo, opo = opo, ipo
     if knobs.bug == "resample-axes-reversed":
         scales, ipo, opo = scales[::-1], ipo[::-1], opo[::-1]
+    if rounding == V0 and ((mode == "NEAREST_NEIGHBOR" and knobs.v0_half == "folded")
+                           or (mode == "LINEAR" and knobs.bug == "resample-v0-half-in-linear-too")):
+        # Resample1 as Resample2 DECREASING with the input offsets half a pixel lower, in float32 (for LINEAR too,
+        # the bug).
+        ipo = [float(np.float32(i) - np.float32(0.5)) for i in ipo]
+        rounding = V0_FOLDED
     per_axis = []
     for a, (n_in, n_out) in enumerate(zip(shape, dy.shape, strict=True)):
         per_axis.append([_real_bug_taps(knobs, o, scales[a], ipo[a], opo[a], n_in, n_out, mode, rounding,
@@ -750,12 +886,32 @@ def resample_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str,
     return _finish_sums(terms, shape, dy.dtype, knobs)
 
 
+#: ResampleGrad (v0)'s rounding "direction": none in its struct; DirectML rounds half up (measured, 1.8.0 to 1.15.4:
+#: examples/dml_harness/investigate/resample_grad_readings.md). V0_FOLDED: the half folded into the coordinate.
+V0, V0_FOLDED = "v0-round-half-up", "v0-folded"
+#: ResampleGrad1's simulated bugs a ResampleGrad (v0) driver has the same way, named `resample-v0-<name>`.
+_V0_SHARED_BUGS = ("offsets-ignored", "scale-inverted", "edge-taps-dropped", "half-pixel-off",
+                   "nearest-integer-ratio-floors")
+
+
+def resample_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                  shape: tuple[int, ...]) -> np.ndarray:
+    """ResampleGrad (v0): ResampleGrad1's loops with Resample1's NEAREST_NEIGHBOR rule, floor(x + 0.5), in place of a
+    RoundingDirection; a shared bug runs as ResampleGrad1's of that name."""
+    bug = knobs.bug or ""
+    if bug.startswith("resample-v0-") and bug.removeprefix("resample-v0-") in _V0_SHARED_BUGS:
+        knobs = replace(knobs, bug=bug.replace("resample-v0-", "resample-"))
+    return resample_grad1(knobs, {k: v for k, v in params.items() if k != "RoundingDirection"}, inputs, shape)
+
+
 _OPERATORS = {
     "ACTIVATION_RELU_GRAD": relu_grad,
     "ELEMENT_WISE_CLIP_GRAD1": clip_grad1,
     "SLICE_GRAD": slice_grad,
     "MAX_POOLING_GRAD": max_pooling_grad,
     "RESAMPLE_GRAD1": resample_grad1,
+    "AVERAGE_POOLING_GRAD": average_pooling_grad,
+    "RESAMPLE_GRAD": resample_grad,
 }
 
 
@@ -810,8 +966,27 @@ LEGITIMATE: tuple[Knobs, ...] = (
     Knobs("linear-coordinates-by-a-1-ulp-reciprocal", "ResampleGrad1 LINEAR coordinates as (o − OPO)·r − IPO with r "
           "one ULP above the float32 1/S (D3D's reciprocal is 1 ULP), even where the quotient is a float32 value "
           "(DirectML 1.15.4's LINEAR weights on lavapipe)", coordinates="linear-reciprocal-1-ulp"),
+    Knobs("v0-half-added-in-float32", "ResampleGrad (v0) NEAREST picks floor(x + 0.5) with the sum in float32 (it rounds "
+          "to 1.0 at x = 0.49999997)", v0_half="float32-sum"),
+    Knobs("v0-half-folded-into-offset", "ResampleGrad (v0) NEAREST as Resample2 DECREASING with InputPixelOffsets "
+          "lowered by 0.5 in float32 (how ONNX Runtime's DirectML EP asks Resample2 for round_prefer_ceil)",
+          v0_half="folded"),
     Knobs("refuses-gradient-not-pooled-size", "MaxPoolingGrad refuses a gradient that is not the pooled size "
           "(as DirectML 1.15.4 does)", pool_gradient_size="refused"),
+    Knobs("avgpool-full-window", "AveragePoolingGrad with IncludePadding divides every window by its size, past the "
+          "padded input too (OC-AP1: ONNX Runtime's CPU AveragePoolGrad, PyTorch Inductor's backward)",
+          avg_divisor="full-window"),
+    Knobs("avgpool-in-bounds-overhang", "AveragePoolingGrad divides a window past the padded input by its positions in "
+          "the input (OC-AP1)", avg_divisor="in-bounds-overhang"),
+    Knobs("avgpool-end-padding-as-start", "AveragePoolingGrad with IncludePadding counts the positions in "
+          "[-StartPadding, In + StartPadding) (OC-AP3: a symmetric-padding implementation's clip)",
+          avg_divisor="end-padding-as-start"),
+    Knobs("avgpool-refuses-sizes", "AveragePoolingGrad refuses a gradient that is not the pooled size and a window "
+          "larger than the padded input", avg_gradient_size="refused"),
+    Knobs("avgpool-division-2-ulp-low", "AveragePoolingGrad divides in float32 2 ULP toward zero wherever the quotient "
+          "is inexact (D3D allows 2.5 ULP), sums in the data type", Summation(accumulate="data"), avg_division="low"),
+    Knobs("avgpool-division-2-ulp-high", "AveragePoolingGrad divides in float32 2 ULP away from zero wherever the "
+          "quotient is inexact, sums in float32", Summation(accumulate="float32"), avg_division="high"),
     # How a driver meets its buffers (contract §9): free as long as it stores the output's elements and nothing else.
     Knobs("writes-in-reverse-order", "stores the output's elements last to first", write_order="reverse"),
     Knobs("writes-in-column-order", "stores the output's elements first axis fastest (column-major)",
@@ -955,6 +1130,29 @@ BUGS: tuple[Bug, ...] = (
         "2 of floor((i + IPO)·S + OPO), dropping taps from outputs farther away (scales above about 2)",
         seen_in="FlagGems' upsample_linear1d_backward scans a fixed window of outputs around each input's centre and "
         "drops the terms outside it", source="https://github.com/flagos-ai/FlagGems/issues/5218"),
+    # ResampleGrad (v0): ResampleGrad1's mistakes that apply to it, then its rounding's, plausible and real.
+    Bug("resample-v0-offsets-ignored", "ResampleGrad (v0) ignores both pixel offsets", must_die_on="smoke"),
+    Bug("resample-v0-scale-inverted", "ResampleGrad (v0) multiplies by the scale instead of dividing",
+        must_die_on="smoke", seen_in="TensorFlow-DirectML's ResizeGrad passed TF's scale (in/out), the reciprocal of "
+        "DirectML's, to DML_RESAMPLE_GRAD itself", source="https://github.com/microsoft/tensorflow-directml/pull/48"),
+    Bug("resample-v0-edge-taps-dropped", "ResampleGrad (v0) drops LINEAR taps outside the input instead of clamping "
+        "them (the `edges-dropped` reading, which DirectML does not follow)"),
+    Bug("resample-v0-half-pixel-off", "ResampleGrad (v0) adds ONNX's half-pixel shift on top of DML's offsets",
+        must_die_on="smoke"),
+    Bug("resample-v0-half-in-linear-too", "ResampleGrad (v0) folds NEAREST's half pixel into the input offsets for "
+        "LINEAR too, shifting its taps by half an element", must_die_on="smoke"),
+    Bug("resample-v0-nearest-floors", "ResampleGrad (v0) NEAREST picks floor(x), not the nearest element floor(x + 0.5)",
+        seen_in="pic-scale-safe's nearest resize truncated the half-pixel coordinate (dst + 0.5)·scale - 0.5 instead "
+        "of rounding it (PyTorch's `nearest`, floor(o·scale), misaligns images likewise: pytorch#34808)",
+        source="https://github.com/awxkee/pic-scale-safe/pull/13"),
+    Bug("resample-v0-nearest-rounds-half-to-even", "ResampleGrad (v0) NEAREST rounds a tie to the even element "
+        "(lrint, HLSL's round) where DirectML rounds it up",
+        seen_in="CuPy's ndimage order-0 interpolation picked lrint(c), ties to even, until it became floor(c + 0.5)",
+        source="https://github.com/cupy/cupy/pull/4570"),
+    Bug("resample-v0-nearest-integer-ratio-floors", "ResampleGrad (v0) NEAREST with zero offsets and an output k times "
+        "the input picks o // k instead of rounding o/k",
+        seen_in="TVM's resize turned nearest asymmetric coordinates into an integer division where the sizes' ratio is "
+        "an integer, whatever the rounding method (round gave floor)", source="https://github.com/apache/tvm/pull/18835"),
     # Buffers (contract §9): layouts, graphs and in place. Each shows only on a case with whole buffers.
     Bug("layout-input-strides-ignored", "reads its inputs packed row-major, whatever their Strides",
         must_die_on="smoke", seen_in="cutorch's copy read a non-contiguous source (a[{{},{},{2}}] of a 2x2x2 "
@@ -980,6 +1178,35 @@ BUGS: tuple[Bug, ...] = (
         "with the output aliasing the input it read them back as inputs", source="https://github.com/dotnet/runtime/pull/92820"),
     Bug("graph-edge-strides-lost", "on the graph path the operator between identity nodes reads its input edges "
         "packed, losing the graph inputs' Strides", must_die_on="smoke"),
+    # AveragePoolingGrad: plausible mistakes, then real ones.
+    Bug("avgpool-divisor-ignores-include-padding", "AveragePoolingGrad divides every window by its size, whatever "
+        "IncludePadding says", must_die_on="smoke"),
+    Bug("avgpool-include-padding-inverted", "AveragePoolingGrad reads IncludePadding TRUE as FALSE and FALSE as TRUE",
+        must_die_on="smoke"),
+    Bug("avgpool-not-divided", "AveragePoolingGrad spreads each gradient over its window without dividing it",
+        must_die_on="smoke"),
+    Bug("avgpool-start-padding-ignored", "AveragePoolingGrad places its windows without StartPadding",
+        must_die_on="smoke"),
+    Bug("avgpool-gradient-beyond-pooled-size-ignored", "AveragePoolingGrad ignores dY elements past the pooled size"),
+    Bug("avgpool-padding-window-clamped", "AveragePoolingGrad clamps a window with no position in the input onto "
+        "the nearest element and adds its gradient divided by its count there, 0: an infinity or a NaN"),
+    Bug("avgpool-3d-overlaps-overwrite", "AveragePoolingGrad in 3-D assigns each window's share instead of adding it, "
+        "so where 3-D windows overlap the last one wins",
+        must_die_on="smoke", seen_in="ONNX Runtime's CPU AveragePoolGrad: Compute3DAveragePoolGrad writes "
+        "`dX_arr.block(...) = dY * scale` where the 1-D and 2-D paths use `+=`",
+        source="examples/dml_harness/investigate/average_pooling_grad.md"),
+    Bug("avgpool-end-padding-dropped", "AveragePoolingGrad with IncludePadding counts the start padding but not the "
+        "end padding in a window's divisor",
+        must_die_on="smoke", seen_in="ONNX Runtime's AveragePool 19 with count_include_pad=1 included only the zeros of "
+        "the start padding (v11 both)", source="https://github.com/microsoft/onnxruntime/issues/24681"),
+    Bug("avgpool-end-padding-of-another-axis", "AveragePoolingGrad with IncludePadding clamps a window's end with "
+        "another axis' padding (2-D: H with W's start padding)",
+        seen_in="ONNX Runtime's AveragePool2DTask clamped hend with pads[1] (w_begin) instead of pads[2] (h_end), and "
+        "its 3-D task two axes likewise", source="https://github.com/microsoft/onnxruntime/pull/27375"),
+    Bug("avgpool-padding-counted-when-excluded", "AveragePoolingGrad with IncludePadding FALSE divides by the whole "
+        "window wherever the padding is asymmetric",
+        seen_in="Burn's AvgPool1d/AvgPool2d ignored count_include_pad(false) whenever the padding was asymmetric "
+        "(every SAME padding of an odd total)", source="https://github.com/tracel-ai/burn/issues/5450"),
 )
 
 #: Mistakes that no rule accepting the legitimate variants can catch, with the reason (docs/tolerances.md §6).
@@ -998,7 +1225,9 @@ INSIDE_THE_BOUND: tuple[tuple[str, str, str], ...] = (
 #: knobs an operator never reads computes exactly what `straight` computes for that operator, so running it there
 #: proves nothing new. Every knob is listed; tests/oracle/test_mutants.py checks that.
 _ALL = frozenset({"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD", "MAX_POOLING_GRAD",
-                  "RESAMPLE_GRAD1"})
+                  "RESAMPLE_GRAD1", "AVERAGE_POOLING_GRAD", "RESAMPLE_GRAD"})
+#: ResampleGrad1 and ResampleGrad (v0): one driver's loops (`resample_grad1`).
+_RESAMPLING = frozenset({"RESAMPLE_GRAD1", "RESAMPLE_GRAD"})
 KNOB_OPERATORS: dict[str, frozenset[str]] = {
     "summation": frozenset(_SUMMING),
     "zero": _ALL,
@@ -1006,13 +1235,17 @@ KNOB_OPERATORS: dict[str, frozenset[str]] = {
     "clip_nan": frozenset({"ELEMENT_WISE_CLIP_GRAD1"}),
     "pool_nan": frozenset({"MAX_POOLING_GRAD"}),
     "pool_padding_only": frozenset({"MAX_POOLING_GRAD"}),
-    "resample_offsets": frozenset({"RESAMPLE_GRAD1"}),
-    "zero_weight_taps": frozenset({"RESAMPLE_GRAD1"}),
+    "resample_offsets": _RESAMPLING,
+    "zero_weight_taps": _RESAMPLING,
     "fp32_denormals": frozenset({"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "MAX_POOLING_GRAD",
-                                 "RESAMPLE_GRAD1"}),
-    "coordinates": frozenset({"RESAMPLE_GRAD1"}),
+                                 "RESAMPLE_GRAD1", "AVERAGE_POOLING_GRAD", "RESAMPLE_GRAD"}),
+    "coordinates": _RESAMPLING,
+    "v0_half": frozenset({"RESAMPLE_GRAD"}),
     "fp16_conversion": frozenset(_SUMMING),
     "pool_gradient_size": frozenset({"MAX_POOLING_GRAD"}),
+    "avg_divisor": frozenset({"AVERAGE_POOLING_GRAD"}),
+    "avg_division": frozenset({"AVERAGE_POOLING_GRAD"}),
+    "avg_gradient_size": frozenset({"AVERAGE_POOLING_GRAD"}),
     "write_order": _ALL,
     "output_init": _ALL,
     "in_place_pass": frozenset({"ELEMENT_WISE_CLIP_GRAD1"}),
@@ -1020,8 +1253,10 @@ KNOB_OPERATORS: dict[str, frozenset[str]] = {
 #: Knobs that only change how buffers are met: they show only on cases with whole buffers (`Case.uses_buffers`).
 BUFFER_KNOBS = frozenset({"write_order", "output_init", "in_place_pass"})
 #: Bugs whose code sits in one operator's function, by name prefix; any other bug may show anywhere.
+#: (ResampleGrad v0's `resample-v0-` before ResampleGrad1's `resample-`: the first prefix that matches counts.)
 _BUG_PREFIXES = {"relu-": "ACTIVATION_RELU_GRAD", "clip-": "ELEMENT_WISE_CLIP_GRAD1", "slice-": "SLICE_GRAD",
-                 "pool-": "MAX_POOLING_GRAD", "resample-": "RESAMPLE_GRAD1"}
+                 "pool-": "MAX_POOLING_GRAD", "resample-v0-": "RESAMPLE_GRAD", "resample-": "RESAMPLE_GRAD1",
+                 "avgpool-": "AVERAGE_POOLING_GRAD"}
 _BUGS_EVERYWHERE = {"slice-no-zero-fill"}  # `_zeros` serves every operator
 #: The buffer bugs: the operators they can touch, the path they show on (None: any path with buffers), and whether
 #: they need a tensor with a layout (a read or store that ignores Strides or Offset is right on a default layout).
