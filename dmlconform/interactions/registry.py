@@ -13,13 +13,14 @@ from dmlconform.interactions.model import OperatorModel, Site
 @cache
 def models() -> dict[str, OperatorModel]:
     from dmlconform.interactions.average_pooling_grad import AveragePoolingGradModel
-    from dmlconform.interactions.elementwise import ClipGrad1Model, ReluGradModel
+    from dmlconform.interactions.elementwise import ClipGrad1Model, ClipGradModel, ReluGradModel
     from dmlconform.interactions.max_pooling_grad import MaxPoolingGradModel
     from dmlconform.interactions.resample_grad import ResampleGradModel
     from dmlconform.interactions.resample_grad1 import ResampleGrad1Model
     from dmlconform.interactions.slice_grad import SliceGradModel
 
     found = [ReluGradModel(), ClipGrad1Model(), SliceGradModel(), MaxPoolingGradModel(), ResampleGrad1Model(),
+             ClipGradModel(),
              ResampleGradModel(), AveragePoolingGradModel()]
     return {model.op: model for model in found}
 

@@ -120,8 +120,10 @@ def test_fp32_denormals_come_in_x_only_in_dy_only_and_in_both_each_with_its_cand
         expected = {"preserved", "flushed"} | ({"input-flushed", "gradient-flushed"} if x and dy else set())
         assert set(case.candidates) == expected, case.full_id
         seen[(case.op.name, case.behaviour)] += 1
-    # ReluGrad and ClipGrad1, three placements each; MaxPoolingGrad's pairwise family may add its own (X's denormals)
-    assert len({key for key in seen if key[0] != "MAX_POOLING_GRAD"}) == 6, seen
+    # The selects (ReluGrad, ClipGrad1, ClipGrad v0), three placements each; MaxPoolingGrad's pairwise family may add
+    # its own (X's denormals)
+    for op in ("ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "ELEMENT_WISE_CLIP_GRAD"):
+        assert len({key for key in seen if key[0] == op}) == 3, (op, seen)
 
 
 @pytest.mark.slow
@@ -194,3 +196,43 @@ def test_pooling_behaviours_separate_the_gradient_size_from_windows_beyond_the_i
             assert case.refusal_candidate is None, case.full_id
         seen[case.behaviour] += 1
     assert seen["maxpool-gradient-not-pooled-size"] and seen["maxpool-window-beyond-padded-input"]
+
+
+def test_clip_grad_v0_cases_name_the_one_choice_their_bounds_leave_open():
+    from dmlconform.generation import GenerationError
+    from dmlconform.generation.families.elementwise import _only_nan_open, float_param, v0_choice
+    from dmlconform.ops.clip_grad import CANDIDATES, FLOAT16_BOUNDS, INTEGER_BOUNDS, NAN_INPUT
+
+    op = find_operator("ELEMENT_WISE_CLIP_GRAD")
+    x = np.array([-4, -3, -2, 0, 3, 4], np.int32)
+    dy = np.arange(1, 7, dtype=np.int32)
+    assert v0_choice(op, x, dy, {"Min": -2.0, "Max": 3.0}) == ({}, None)  # every reading agrees: single answer
+    assert v0_choice(op, x, dy, {"Min": -2.5, "Max": 3.5}) == (CANDIDATES[INTEGER_BOUNDS], INTEGER_BOUNDS)
+    half = np.array([np.nan, 1.0, 1.5, 2.0], np.float16)
+    hdy = np.array([1, 2, 3, 4], np.float16)
+    bounds = {"Min": 0.99995, "Max": 2.0015}  # 1.0 and 2.001953125 in FLOAT16: X = 1.0 parts the readings
+    assert v0_choice(op, np.nan_to_num(half, nan=1.25), hdy, bounds) == (CANDIDATES[FLOAT16_BOUNDS], FLOAT16_BOUNDS)
+    with pytest.raises(GenerationError, match="several choices open"):
+        v0_choice(op, half, hdy, bounds)  # NaN and the bound's readings at once: a builder's mistake
+    settled = _only_nan_open(op, half, 0.99995, 2.0015)
+    assert np.isnan(settled[0]) and settled[1] != 1.0
+    assert v0_choice(op, settled, hdy, bounds) == (CANDIDATES[NAN_INPUT], NAN_INPUT)
+    assert [float_param(v) for v in (float("nan"), float("inf"), -float("inf"), -0.0, 0.1)] == [
+        "nan", "inf", "-inf", "-0.0", float(np.float32(0.1))]
+
+
+def test_clip_grad_v0_readings_family_parts_every_reading_from_the_default_in_the_smoke_tier():
+    from dmlconform.generation.freeze import freeze  # noqa: F401  (built() freezes every case)
+    from dmlconform.suite.loader import load_suite  # noqa: F401
+
+    fam = family("clip-grad-readings", "ELEMENT_WISE_CLIP_GRAD", {Tier.SMOKE: 6}, elements={"smoke": 16})
+    cases = built(fam, Tier.SMOKE)
+    parted = set()
+    for case in cases:
+        assert case.entry["behaviour"] in ("clip-grad-integer-bounds", "clip-grad-float16-bounds"), case.id
+        answers = {name: case.arrays[f"{case.id}.{name}"] for name in case.entry["candidates"]}
+        default = answers["bound-in-type"]
+        parted |= {name for name, answer in answers.items()
+                   if not np.array_equal(answer, default, equal_nan=answer.dtype.kind == "f")}
+    assert parted == {"exact", "x-in-float32", "x-in-float64", "bound-rounded", "bound-half-overflowing",
+                      "bound-half-toward-zero"}

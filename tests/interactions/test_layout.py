@@ -46,7 +46,7 @@ SLOW_MODELS = ("MAX_POOLING_GRAD", "RESAMPLE_GRAD1")
 
 @pytest.mark.parametrize("op", [pytest.param(op, marks=pytest.mark.slow) if op in SLOW_MODELS else op
                                 for op in ("ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD",
-                                           "MAX_POOLING_GRAD", "RESAMPLE_GRAD1")])
+                                           "MAX_POOLING_GRAD", "RESAMPLE_GRAD1", "ELEMENT_WISE_CLIP_GRAD")])
 def test_every_model_ends_with_the_layout_and_a_single_dimension_is_never_permuted(op):
     for model in (models()[op],):
         assert model.all_features[-1].name == "layout" and model.all_features[-1].values == LAYOUTS

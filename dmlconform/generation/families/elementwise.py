@@ -9,11 +9,13 @@ double goes wrong).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
 
 from dmlconform.dtypes import DataType
+from dmlconform.generation import GenerationError
 from dmlconform.generation.description import Family
 from dmlconform.generation.draw import Draw, shape_for
 from dmlconform.generation.families.common import (
@@ -36,7 +38,8 @@ from dmlconform.ops.base import Operator
 from dmlconform.suite.tiers import Tier
 
 RELU = "ACTIVATION_RELU_GRAD"
-NAN_BEHAVIOUR = {RELU: "relu-nan-input", "ELEMENT_WISE_CLIP_GRAD1": "clip-nan-input"}
+NAN_BEHAVIOUR = {RELU: "relu-nan-input", "ELEMENT_WISE_CLIP_GRAD1": "clip-nan-input",
+                 "ELEMENT_WISE_CLIP_GRAD": "clip-grad-nan-input"}
 
 
 def _zeros(dtype: DataType) -> list[np.generic]:
@@ -105,15 +108,23 @@ def clip_x(dtype: DataType, count: int, draw: Draw, low: np.generic, high: np.ge
     return values
 
 
-def _x_for(op: Operator, dtype: DataType, count: int, draw: Draw) -> tuple[np.ndarray, dict]:
+def _x_for(op: Operator, dtype: DataType, count: int, draw: Draw, exact_bounds: bool = False
+           ) -> tuple[np.ndarray, dict]:
+    """X and the parameters; `exact_bounds`: ClipGrad (v0)'s bounds values of the type (where NaN in X is the
+    case's open choice, no reading of the bounds may part)."""
     if op.name == RELU:
         return relu_x(dtype, count, draw), {}
+    if op.name == CLIP_V0:
+        return v0_x_for(dtype, count, draw, V0_STYLES[:2] if exact_bounds else None)
     low, high = clip_bounds(dtype, draw)
     return clip_x(dtype, count, draw, low, high), {"Min": python_scalar(low), "Max": python_scalar(high)}
 
 
 def _case(family: Family, case_id: str, x: np.ndarray, dy: np.ndarray, params: dict, tags: tuple[str, ...],
           candidates: dict[str, str] | None = None, behaviour: str | None = None) -> CaseSpec:
+    if family.op.name == CLIP_V0 and behaviour not in DENORMAL_BEHAVIOUR.values():
+        candidates, behaviour = v0_choice(family.op, x, dy, params)
+        tags = tuple(t for t in tags if t != "candidates") + (("candidates",) if candidates else ())
     inputs = {"InputTensor": tensor(x), "InputGradientTensor": tensor(dy)}
     return CaseSpec(case_id, family.op.name, params, inputs, TensorSpec(tensor(dy).dtype, dy.shape),
                     tags=("generated", family.name, *tags), candidates=candidates or {}, behaviour=behaviour)
@@ -176,7 +187,7 @@ def select_nan(family: Family, tier: Tier) -> Iterator[Plan]:
         def make(draw: Draw, cell=cell, case_id=case_id) -> CaseSpec:
             shape = shape_for(draw, cell.rank, max(4, elements))
             count = int(np.prod(shape))
-            x, params = _x_for(family.op, cell.dtype, count, draw)
+            x, params = _x_for(family.op, cell.dtype, count, draw, exact_bounds=True)
             nan_places = draw.shuffled(range(count))[: max(1, count // 5)]
             x[nan_places] = np.nan
             dy = gradients(cell.dtype, count, draw, with_specials=False)
@@ -224,7 +235,9 @@ def select_denormals(family: Family, tier: Tier) -> Iterator[Plan]:
             # meant to, the smallest normal of the same sign stands in, on the same side of every bound.
             x = np.where(is_fp32_denormal(x), np.copysign(np.finfo(np.float32).tiny, x), x).astype(np.float32)
             if where in ("x", "both"):
-                if family.op.name != RELU:  # a bound at zero, so that flushing moves X across it
+                if family.op.name == CLIP_V0:  # a bound at zero, so that flushing moves X across it
+                    params = {"Min": 0.0, "Max": float_param(abs(float(params["Max"])) + 1)}
+                elif family.op.name != RELU:
                     params = {"Min": 0.0, "Max": float(np.float32(abs(params["Max"]) + 1))}
                 values, places = _denormals(count, draw)
                 x[places] = values[places]
@@ -384,6 +397,16 @@ def pairs_candidate(family: Family, draw: Draw, index: int, case_id: str) -> Cas
     if family.op.name == RELU:
         x = relu_pairs_x(dtype, count, draw, nan, denormals)
         params: dict = {}
+    elif family.op.name == CLIP_V0:  # NaN in X only beside bounds no reading parts (one open choice a case)
+        from dmlconform.interactions.elementwise import v0_bounds_in_type
+
+        low_f, high_f = v0_bounds(dtype, draw, draw.choice(list(v0_styles(dtype)[:4])))
+        x = clip_pairs_x(dtype, count, draw, *v0_bounds_in_type(low_f, high_f, dtype), nan)
+        if nan:
+            x = _only_nan_open(family.op, x, low_f, high_f)
+        if dtype is DataType.FLOAT32:
+            x = np.where(is_fp32_denormal(x), np.copysign(np.finfo(np.float32).tiny, x), x).astype(np.float32)
+        params = {"Min": float_param(low_f), "Max": float_param(high_f)}
     else:
         at_edge = draw.chance(1, 2)
         low, high = clip_pairs_bounds(dtype, draw, at_edge)
@@ -411,3 +434,266 @@ def pairs_candidate(family: Family, draw: Draw, index: int, case_id: str) -> Cas
 
 
 KINDS["select-pairs"] = pairwise_plans(pairs_candidate)
+
+
+# -- ClipGrad (v0): FLOAT bounds against every data type -----------------------------------------------------------
+CLIP_V0 = "ELEMENT_WISE_CLIP_GRAD"
+#: How a ClipGrad (v0) case's bounds are drawn (dmlconform/interactions/elementwise.py's V0_BOUNDS, and `wide`:
+#: float32 values far above 2^24, where a 32- or 64-bit X converted to float32 or float64 rounds).
+V0_STYLES = ("ordinary", "at-type-edge", "fractional", "beyond-type", "wide")
+#: Fractions put beside an integer bound: ties (where rounding half to even and toward zero part), and others.
+_FRACTIONS = (0.5, 0.25, 0.75, 0.125, 0.375, 0.625, 0.875, 0.0625)
+
+
+def float_param(value: float) -> float | str:
+    """A FLOAT bound as a suite writes it, exactly: NaN, the infinities and -0.0 by name."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == 0 and math.copysign(1.0, value) < 0:
+        return "-0.0"
+    return float(np.float32(value))
+
+
+def v0_styles(dtype: DataType) -> tuple[str, ...]:
+    if dtype is DataType.FLOAT32:
+        return V0_STYLES[:2]
+    if dtype is DataType.FLOAT16 or dtype.bits < 32:
+        return V0_STYLES[:4]
+    return V0_STYLES
+
+
+def _f32(value: float) -> float:
+    with np.errstate(over="ignore"):
+        return float(np.float32(value))
+
+
+def v0_bounds(dtype: DataType, draw: Draw, style: str) -> tuple[float, float]:
+    """Min < Max (as float32 values, and as the type holds them) drawn in one style."""
+    for _ in range(64):
+        low, high = _v0_bounds(dtype, draw, style)
+        from dmlconform.interactions.elementwise import v0_bounds_in_type
+
+        in_low, in_high = v0_bounds_in_type(low, high, dtype)
+        if low < high and in_low < in_high and (dtype.is_float or int(in_high) - int(in_low) >= 2):
+            return low, high
+    raise GenerationError(f"no {style} bounds for {dtype.name} in 64 draws")
+
+
+def _v0_bounds(dtype: DataType, draw: Draw, style: str) -> tuple[float, float]:
+    if dtype.is_float:
+        a, b = sorted(float(v) for v in distinct_nonzero(dtype, 2, draw, exponents=(-3, 3)))
+        top = float(np.finfo(dtype.numpy).max)
+        if style == "at-type-edge":
+            edge = math.inf if dtype is DataType.FLOAT32 and draw.chance(1, 2) else top
+            return (-edge, b) if draw.chance(1, 2) else (a, edge)
+        if style == "fractional":  # strictly between two FLOAT16 values: a tie, or nearer one of them
+            ulp = float(np.spacing(np.float16(abs(a))))
+            shift = draw.choice([0.5, 0.25, 0.75, 1 / 3, 0.625])
+            low = _f32(a + math.copysign(shift * ulp, a))
+            ulp_b = float(np.spacing(np.float16(abs(b))))
+            high = _f32(b + math.copysign(draw.choice([0.5, 0.25, 0.75]) * ulp_b, b)) if draw.chance(1, 2) else b
+            return low, high
+        if style == "beyond-type":
+            far = draw.choice([65519.0, 65520.0, 65536.0, 70000.0, 1e6, math.inf])
+            return (-far, b) if draw.chance(1, 2) else (a, far) if draw.chance(1, 2) else (-far, far)
+        return a, b
+    info = np.iinfo(dtype.numpy)
+    first, last = int(info.min), int(info.max)
+    small = (max(first, -(2**20)), min(last, 2**20))
+    a, b = sorted(int(v) for v in distinct_nonzero(dtype, 2, draw, int_range=small))
+    if style == "at-type-edge":
+        if dtype.bits <= 16 and draw.chance(1, 2):
+            return float(a), float(last)  # 8- and 16-bit maxima are FLOATs; 32- and 64-bit ones are not
+        return float(first), float(b)
+    if style == "fractional":
+        low = a + math.copysign(draw.choice(_FRACTIONS), draw.choice([-1, 1]))
+        high = b + draw.choice(_FRACTIONS) if draw.chance(2, 3) else float(b)
+        return _f32(low), _f32(high)
+    if style == "beyond-type":
+        below = draw.choice([first - 0.5, first - 1.0, first - 300.0, first * 2.0 - 1e3, -1e30, -math.inf])
+        above = draw.choice([last + 1.0, last + 300.0, last * 2.0 + 1e3, 1e30, math.inf])
+        pick = draw.below(3)
+        return (_f32(below), float(b)) if pick == 0 else (float(a), _f32(above)) if pick == 1 else (
+            _f32(below), _f32(above))
+    if style == "wide":  # float32 values whose neighbourhood a float32 (or, 64-bit, a float64) X rounds in
+        exponent = draw.between(25, dtype.bits - (2 if dtype.is_signed else 1))
+        if dtype.bits == 64 and draw.chance(1, 2):
+            exponent = draw.between(54, 62)
+        big = float(2**exponent + draw.between(1, 2**23 - 1) * 2 ** (exponent - 23))
+        big = big if big <= last else float(2**exponent)
+        if dtype.is_signed and draw.chance(1, 3):
+            return -big, float(b)
+        return (float(a), big) if draw.chance(1, 2) else (_f32(big - 2 ** (exponent - 23) * draw.between(2, 64)), big)
+    return float(a), float(b)
+
+
+def v0_x(dtype: DataType, count: int, draw: Draw, low: float, high: float) -> np.ndarray:
+    """X for ClipGrad (v0): half the elements where the readings of the bounds part (the integers or FLOAT16 values
+    around each bound, what each conversion makes of it, their neighbours, the type's edges), a quarter strictly
+    between the bounds as the type holds them, a quarter anywhere."""
+    from dmlconform.interactions.elementwise import v0_bounds_in_type
+
+    t = dtype.numpy.type
+    in_low, in_high = v0_bounds_in_type(low, high, dtype)
+    edges: list[np.generic] = [*_zeros(dtype), *specials(dtype, with_nan=False)]
+    for bound, held in ((low, in_low), (high, in_high)):
+        edges += [held, next_toward(held, -np.inf), next_toward(held, np.inf)]
+        edges += _around(dtype, bound)
+    edge_pool = unique_sorted(np.array(edges, dtype=dtype.numpy))
+    if dtype.is_float:
+        span = draw.unit(count)
+        top = float(np.finfo(dtype.numpy).max)
+        lo, hi = max(float(in_low), -top), min(float(in_high), top)
+        with np.errstate(over="ignore", invalid="ignore"):
+            between = (np.float64(lo) + (np.float64(hi) - np.float64(lo)) * span).astype(dtype.numpy)
+    else:
+        between = np.array([t(draw.between(int(in_low) + 1, int(in_high) - 1)) for _ in range(count)],
+                           dtype=dtype.numpy)
+    between = np.where((between > in_low) & (between < in_high), between, next_toward(in_low, np.inf))
+    anywhere = distinct_nonzero(dtype, count, draw, exponents=(-8, 8))
+    role = draw.indices(count, 4)
+    values = np.where(role == 0, between, anywhere)
+    values[role >= 2] = pick(edge_pool, int((role >= 2).sum()), draw)
+    return values
+
+
+def _around(dtype: DataType, bound: float) -> list[np.generic]:
+    """The values of the type where the readings of one bound part."""
+    t = dtype.numpy.type
+    if not math.isfinite(bound) or dtype is DataType.FLOAT32:
+        return []
+    if dtype is DataType.FLOAT16:
+        top = float(np.finfo(np.float16).max)
+        if abs(bound) > top:
+            return [t(math.copysign(top, bound))]
+        with np.errstate(over="ignore"):
+            near = np.float16(bound)
+        return [near, next_toward(near, -np.inf), next_toward(near, np.inf)]
+    info = np.iinfo(dtype.numpy)
+    found = set()
+    for whole in (math.floor(bound), math.ceil(bound)):
+        found.update(whole + step for step in (-1, 0, 1))
+    if abs(bound) >= 2**24:  # where a float32 (and, past 2^53, a float64) X lands on the bound or passes it
+        for bits in (24, 53):
+            half = 2 ** max(0, abs(int(bound)).bit_length() - bits - 1)
+            found.update(int(bound) + sign * half + step for sign in (-1, 1) for step in (-1, 0, 1))
+    return [t(v) for v in sorted(found) if info.min <= v <= info.max]
+
+
+def v0_choice(op: Operator, x: np.ndarray, dy: np.ndarray, params: dict) -> tuple[dict[str, str], str | None]:
+    """A ClipGrad (v0) case's candidates: none where every reading gives the same answer; else the open choice whose
+    candidates give every answer some reading gives (dmlconform/ops/clip_grad.py). A draw where two choices are open
+    at once is a builder's mistake: each family keeps them apart."""
+    from dmlconform.ops.base import Description, TensorDesc
+    from dmlconform.ops.clip_grad import CANDIDATES, FLOAT_NAN_BOUND, INTEGER_NAN_BOUND, behaviours
+
+    dtype = DataType.from_numpy(x.dtype)
+    desc = Description(op, op.parse_params(params, dtype), {name: TensorDesc(dtype, x.shape) for name in op.tensors})
+    inputs = {"InputTensor": x, "InputGradientTensor": dy}
+    answers = {variant: op.reference(desc, inputs, variant).outputs["OutputGradientTensor"]
+               for variant in op.variants}
+
+    def same(a: np.ndarray, b: np.ndarray) -> bool:
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+
+    if all(same(answers[op.variants[0]], answer) for answer in answers.values()):
+        return {}, None
+    first = (FLOAT_NAN_BOUND, INTEGER_NAN_BOUND)
+    for behaviour in sorted(behaviours(desc), key=lambda b: b not in first):
+        candidates = CANDIDATES[behaviour]
+        given = [answers[variant] for variant in candidates.values()]
+        if all(any(same(answer, g) for g in given) for answer in answers.values()):
+            return dict(candidates), behaviour
+    raise GenerationError(f"ClipGrad (v0) draw with Min {params['Min']}, Max {params['Max']} leaves several "
+                          "choices open at once")
+
+
+def _only_nan_open(op: Operator, x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """X with NaNs, where the readings of the bounds part nowhere: each element they would part (FLOAT16 beside a
+    bound it cannot hold) moved to the middle of the bounds, which every reading keeps, so that NaN in X is the
+    case's one open choice."""
+    from dmlconform.interactions.elementwise import v0_bounds_in_type
+    from dmlconform.ops.clip_grad import VARIANTS, compare
+
+    masks = []
+    for reading in VARIANTS.values():
+        if reading.nan == VARIANTS[op.variants[0]].nan:
+            c = compare(x, low, high, reading)
+            masks.append(c.above_min & c.below_max)
+    parted = np.any([mask != masks[0] for mask in masks[1:]], axis=0) & ~np.isnan(x)
+    if parted.any():
+        in_low, in_high = (float(v) for v in v0_bounds_in_type(low, high, DataType.from_numpy(x.dtype)))
+        top = float(np.finfo(x.dtype).max)
+        x = x.copy()
+        x[parted] = x.dtype.type((max(in_low, -top) + min(in_high, top)) / 2)
+    return x
+
+
+def v0_x_for(dtype: DataType, count: int, draw: Draw, styles: tuple[str, ...] | None = None
+             ) -> tuple[np.ndarray, dict]:
+    style = draw.choice(list(styles or v0_styles(dtype)))
+    low, high = v0_bounds(dtype, draw, style)
+    return v0_x(dtype, count, draw, low, high), {"Min": float_param(low), "Max": float_param(high)}
+
+
+#: The readings family's cases, in the order the tiers take them: first one that parts each reading from the
+#: default (the smoke tier's share), then every other (data type, style) where readings part. (A NaN bound leaves an
+#: all-zero candidate, `Min < X < Max` with NaN, which the freezer refuses: those are hand-written, edge.yaml.)
+_V0_FIRST = ((DataType.INT32, "fractional"), (DataType.FLOAT16, "fractional"), (DataType.INT64, "wide"),
+             (DataType.UINT8, "beyond-type"), (DataType.FLOAT16, "beyond-type"), (DataType.UINT32, "wide"))
+V0_READINGS: tuple[tuple[DataType, str], ...] = _V0_FIRST + tuple(
+    (dtype, style) for dtype in (DataType.INT64, DataType.INT32, DataType.INT16, DataType.INT8, DataType.UINT64,
+                                 DataType.UINT32, DataType.UINT16, DataType.UINT8, DataType.FLOAT16)
+    for style in ("fractional", "beyond-type", "wide")
+    if (style != "wide" or (not dtype.is_float and dtype.bits >= 32)) and (dtype, style) not in _V0_FIRST)
+
+
+def clip_grad_readings(family: Family, tier: Tier) -> Iterator[Plan]:
+    """Cases whose FLOAT bounds part the readings of ClipGrad (v0) (dmlconform/ops/clip_grad.py): fractional bounds,
+    bounds beyond the type, float32 values far above 2^24 (32- and 64-bit X rounds through float32 or float64); each
+    a candidate case of the one choice it leaves open."""
+    elements = family.per_tier("elements", tier)
+    for index in family.new_in(tier):
+        if index >= len(V0_READINGS):
+            break
+        dtype, style = V0_READINGS[index]
+        case_id = f"{family.name}-{dtype.name.lower()}-{style}-{index}"
+
+        def make(draw: Draw, dtype=dtype, style=style, case_id=case_id) -> CaseSpec:
+            shape = shape_for(draw, 1 + draw.below(4), elements)
+            count = int(np.prod(shape))
+            dy = gradients(dtype, count, draw, with_specials=False)
+            targets = _parted_by(dtype, style)
+            for _ in range(64):  # until the draw parts the readings it is for (most draws do at once)
+                low, high = v0_bounds(dtype, draw, style)
+                x, params = v0_x(dtype, count, draw, low, high), {"Min": float_param(low), "Max": float_param(high)}
+                if _parts(family.op, x, dy, params, targets):
+                    break
+            else:
+                raise GenerationError(f"case {case_id}: no draw of 64 parts {', '.join(targets)} from the default")
+            return _case(family, case_id, x.reshape(shape), dy.reshape(shape), params, ("readings",))
+
+        yield Plan(case_id, (index,), make)
+
+
+def _parted_by(dtype: DataType, style: str) -> tuple[str, ...]:
+    """The readings a readings case of this style is drawn to part from the default."""
+    if dtype is DataType.FLOAT16:
+        return ("exact", "bound-half-toward-zero") if style == "fractional" else ("bound-half-overflowing",)
+    if style == "wide":
+        return ("x-in-float32", "x-in-float64") if dtype.bits == 64 else ("x-in-float32",)
+    return ("exact", "bound-rounded") if style == "fractional" else ("exact",)
+
+
+def _parts(op: Operator, x: np.ndarray, dy: np.ndarray, params: dict, variants: tuple[str, ...]) -> bool:
+    from dmlconform.ops.base import Description, TensorDesc
+
+    dtype = DataType.from_numpy(x.dtype)
+    desc = Description(op, op.parse_params(params, dtype), {name: TensorDesc(dtype, x.shape) for name in op.tensors})
+    keep = {v: op.keep(x, desc, v) for v in (op.variants[0], *variants)}
+    return all(not np.array_equal(keep[v], keep[op.variants[0]]) for v in variants)
+
+
+KINDS["clip-grad-readings"] = clip_grad_readings

@@ -55,6 +55,7 @@ from dmlconform.surface.layout import TensorLayout, minimum_total_bytes, packed_
 CANDIDATES: dict[str, Candidate] = {
     "ACTIVATION_RELU_GRAD": elementwise.pairs_candidate,
     "ELEMENT_WISE_CLIP_GRAD1": elementwise.pairs_candidate,
+    "ELEMENT_WISE_CLIP_GRAD": elementwise.pairs_candidate,
     "SLICE_GRAD": slice.pairs_candidate,
     "MAX_POOLING_GRAD": pooling.pairs_candidate,
     "RESAMPLE_GRAD1": resample.pairs_candidate,

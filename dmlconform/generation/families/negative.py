@@ -34,6 +34,8 @@ BASES = {
                                                     "OutputGradientTensor": (2, 3)}, {}),
     "ELEMENT_WISE_CLIP_GRAD1": Base(DataType.FLOAT32, {"InputTensor": (2, 3), "InputGradientTensor": (2, 3),
                                                        "OutputGradientTensor": (2, 3)}, {"Min": -1.0, "Max": 1.0}),
+    "ELEMENT_WISE_CLIP_GRAD": Base(DataType.FLOAT32, {"InputTensor": (2, 3), "InputGradientTensor": (2, 3),
+                                                      "OutputGradientTensor": (2, 3)}, {"Min": -1.0, "Max": 1.0}),
     "SLICE_GRAD": Base(DataType.FLOAT32, {"InputGradientTensor": (2, 2), "OutputGradientTensor": (4, 4)},
                        {"InputWindowOffsets": [0, 0], "InputWindowSizes": [4, 4], "InputWindowStrides": [2, 2]}),
     "MAX_POOLING_GRAD": Base(DataType.FLOAT32, {"InputTensor": (1, 1, 4, 4), "InputGradientTensor": (1, 1, 2, 2),
