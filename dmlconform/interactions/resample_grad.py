@@ -50,10 +50,17 @@ def _axis_sites(n_in: int, n_out: int, scale: float, ipo: float, opo: float, mod
     return frozenset((m, coordinate, scale_kind, offsets) for m, _, coordinate, scale_kind, offsets in found)
 
 
+#: What round half up needs probed besides ResampleGrad1's pools: an even scale that is no power of two (x = o/6 puts
+#: exact ties on 3, 9, ...: a `half` with zero offsets), and equal offsets c = -(0.25 - 2^-26), whose x(0) = -2c =
+#: 0.49999997 is exact but whose x + 0.5 rounds to 1.0 in float32 (a knife edge of the identity).
+EXTRA_SCALES = (6.0,)
+EXTRA_OFFSETS = (-(0.25 - 2.0**-26),)
+
+
 def recipes() -> dict[tuple[str, str, str, str, str], tuple[Recipe, ...]]:
     """ResampleGrad1's probed axes under v0's rounding rule and offset reading, by (mode, rounding, coordinate, scale
     kind, offsets kind); the rounding is ROUNDING for NEAREST_NEIGHBOR and `none` for LINEAR."""
-    return probed_recipes((ROUNDING,), SWAPPED)
+    return probed_recipes((ROUNDING,), SWAPPED, EXTRA_SCALES, EXTRA_OFFSETS)
 
 
 def probed_axes() -> frozenset[tuple[str, str, str, str]]:

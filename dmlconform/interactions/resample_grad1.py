@@ -206,15 +206,17 @@ Recipe = tuple[float, float, float, int, int]
 
 
 @cache
-def probed_recipes(roundings: tuple[str, ...] = ("DECREASING", "INCREASING"), swapped: bool | None = None
+def probed_recipes(roundings: tuple[str, ...] = ("DECREASING", "INCREASING"), swapped: bool | None = None,
+                   extra_scales: tuple[float, ...] = (), extra_offsets: tuple[float, ...] = ()
                    ) -> dict[tuple[str, str, str, str, str], tuple[Recipe, ...]]:
     """Per (mode, rounding, coordinate, scale kind, offsets kind) some valid axis can show, every probed axis that
     shows it (an invalid one, with NaN coordinates, is skipped): the universe, and a generator's recipes. ResampleGrad1
-    probes both RoundingDirections; ResampleGrad (v0) its one rule (`roundings`) and offset reading (`swapped`)."""
+    probes both RoundingDirections; ResampleGrad (v0) its one rule (`roundings`), offset reading (`swapped`), and the
+    scales and equal offsets its rule needs besides (`extra_scales`, `extra_offsets`)."""
     found: dict[tuple[str, str, str, str, str], list[Recipe]] = {}
     modes = [*(("NEAREST_NEIGHBOR", rounding) for rounding in roundings), ("LINEAR", NONE)]
-    for scale in itertools.chain(*PROBE_SCALES.values()):
-        for ipo, opo in probe_offsets():
+    for scale in (*itertools.chain(*PROBE_SCALES.values()), *extra_scales):
+        for ipo, opo in (*probe_offsets(), *((c, c) for c in extra_offsets)):
             if not valid_axis(PROBE_OUTPUTS, scale, ipo, opo):
                 continue
             forward = forward_offsets(ipo, opo, swapped)
