@@ -6,15 +6,16 @@ For an element with `n` terms `t_i = w_i·dy_i`, float64 sum `v`, `M = Σ|t_i|`,
 * `n = 0`: only ±0 is right; nothing may appear where nothing lands.
 * `n = 1` and `f = 0`: the element is a copy, which no legitimate implementation can round: exact.
 * otherwise `|actual − g| <= γ_K·M + ½·ulp(g) + U` with `K = (n − 1) + p`, `p = max(2f, r)`, and
-  `U = (1 + γ_{K+1})·½·s·(n + (2f − 1)·D)` where `f > 0` (else 0), `s` the data type's smallest
-  subnormal, and `r` the roundings a quotient weight may cost (0 but for AveragePoolingGrad's `dy / divisor`, 5).
+  `U = (1 + γ_{K+1})·s·(c·n + ½·(2f − 1)·D)` where `f > 0` (else 0), `s` the data type's smallest subnormal,
+  `c = ½` (2.5 for FLOAT32 quotients), and `r` the roundings a quotient weight may cost (0 but for
+  AveragePoolingGrad's `dy / divisor`, 5).
 
 Three refinements of the contract's text, each derived in docs/tolerances.md and each forced by a
 legitimate implementation that the text's formula rejects:
 * `p = 2f` generalises the contract's `p = 2` (which is the `f = 1` case): a separable weight
   `w = Π_a w_a` may round each factor and each product of factors once.
 * `U` is gradual underflow (Higham §2.1): a product, or a weight rounded to the data type, that lands
-  among the subnormals is off by up to `½·s` absolutely, not relatively.
+  among the subnormals is off by up to `½·s` absolutely, not relatively (a FLOAT32 quotient by 2.5 ULP, `2.5·s`).
 * `r`: a term `dy / d` that a division D3D allows within 2.5 ULP of the quotient (the two-step `dy·(1/d)`'s
   bound: a 1-ULP reciprocal, a 0.5-ULP product) is off by up to 5u relative, five roundings, where a weight that
   is a product of factors costs 2f.
@@ -34,6 +35,10 @@ from dmlconform.dtypes import DataType
 
 #: Roundings per weight factor that is not ±1: the factor itself, and the product that takes it in.
 ROUNDINGS_PER_FACTOR = 2
+#: How far, in units of the smallest subnormal, a quotient that lands among the subnormals may be off: D3D's 32-bit
+#: division is accurate to 2.5 ULP of its result (the two-step x·(1/y) bound), and a subnormal's ULP is the smallest
+#: subnormal; its 16-bit operations round to nearest (½), and other types' products do (½).
+QUOTIENT_SUBNORMAL_ULPS = {DataType.FLOAT32: 2.5}
 
 
 def default_k(count: np.ndarray, weight_factors: np.ndarray, quotient_roundings: np.ndarray | int = 0) -> np.ndarray:
@@ -72,7 +77,10 @@ def allowance(golden: np.ndarray, count: np.ndarray, abs_sum: np.ndarray, weight
     weight_roundings = np.maximum(ROUNDINGS_PER_FACTOR * weight_factors - 1, 0)
     with np.errstate(invalid="ignore", over="ignore"):
         rounding = gamma(kk, dtype) * abs_sum + 0.5 * ulp_of(golden)
-        underflow = (1 + gamma(kk + 1, dtype)) * 0.5 * smallest * (count + weight_roundings * abs_gradient_sum)
+        # A product among the subnormals is off by up to ½s; a float32 quotient by D3D's 2.5 ULP of its own, 2.5s.
+        per_term = np.where(np.asarray(quotient_roundings) > 0, QUOTIENT_SUBNORMAL_ULPS.get(dtype, 0.5), 0.5)
+        underflow = (1 + gamma(kk + 1, dtype)) * smallest * (per_term * count
+                                                             + 0.5 * weight_roundings * abs_gradient_sum)
         allowed = rounding + np.where(weight_factors > 0, underflow, 0.0)
         allowed = np.where(must_be_exact(count, weight_factors), 0.0, allowed)
         if np.any(coordinate_slack):

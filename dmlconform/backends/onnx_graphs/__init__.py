@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dmlconform.backends.onnx_graphs import (
+    average_pooling_grad,
+    clip_grad,
     clip_grad1,
     max_pooling_grad,
     relu_grad,
@@ -46,6 +48,14 @@ def _resample(desc: Description, variant: str | None, path: str) -> Graph:
     return resample_grad1.build(desc, variant if variant in desc.op.variants else None, path or "dense")
 
 
+def _average_pooling(desc: Description, variant: str | None, path: str) -> Graph:
+    return average_pooling_grad.build(desc, variant if variant in desc.op.variants else None)
+
+
+def _average_pooling_gather_sum(desc: Description, variant: str | None, path: str) -> Graph:
+    return average_pooling_grad.build_gather_sum(desc, variant if variant in desc.op.variants else None)
+
+
 def _resample_matmul_only(desc: Description, variant: str | None, path: str) -> Graph:
     return resample_grad1.build(desc, variant if variant in desc.op.variants else None, path or "dense",
                                 sparse_matmul=True)
@@ -58,6 +68,11 @@ CONSTRUCTIONS: dict[str, tuple[Construction, ...]] = {
         Construction("select-no-int64-math", _plain(clip_grad1.build_no_int64_math),
                      "the same select with UINT32 kept in UINT32 and UINT64 selected by GatherElements (no Cast to "
                      "or from 64-bit integers, no 64-bit Mul)")),
+    "ELEMENT_WISE_CLIP_GRAD": (
+        Construction("select", _plain(clip_grad.build), "Where(And(X > Min, X < Max), dY, 0), the FLOAT bounds as the "
+                                                        "type holds them (DirectML's reading)"),
+        Construction("select-no-int64-math", _plain(clip_grad.build_no_int64_math),
+                     "the same select with UINT32 kept in UINT32 and UINT64 selected by GatherElements")),
     "SLICE_GRAD": (
         Construction("scatter", _plain(slice_grad.build), "Slice(iota) -> ScatterElements into zeros, opset 21"),
         Construction("scatter-opset17", _plain(slice_grad.build_opset17),
@@ -73,6 +88,12 @@ CONSTRUCTIONS: dict[str, tuple[Construction, ...]] = {
                                           "where dY holds NaN or Inf)"),
         Construction("matmul-only", _resample_matmul_only, "the same, with Gather -> Where -> MatMul(weights) where "
                                                            "dY holds NaN or Inf (no element-wise Mul)")),
+    "AVERAGE_POOLING_GRAD": (
+        Construction("conv-transpose", _average_pooling,
+                     "divisors by Conv(0/1 mask of what counts, ones) -> Where(dY / divisor) -> ConvTranspose(ones) -> "
+                     "Slice (onnx_graphs/average_pooling_grad.py)"),
+        Construction("gather-sum", _average_pooling_gather_sum,
+                     "dY / divisor table -> per element Gather(the windows covering it) -> ReduceSum (no Conv)")),
     "RESAMPLE_GRAD": (
         Construction("matmul", _resample, "ResampleGrad1's graph with v0's weights (onnx_graphs/resample_grad.py)"),
         Construction("matmul-only", _resample_matmul_only, "the same, no element-wise Mul where dY holds NaN or Inf")),
@@ -82,8 +103,9 @@ CONSTRUCTIONS: dict[str, tuple[Construction, ...]] = {
 #: provider takes whole (measured with onnxruntime-directml 1.24.4 under Wine: docs/onnxruntime-backend.md).
 PREFERRED: dict[str, dict[str, str]] = {
     "dml": {"SLICE_GRAD": "scatter-opset17", "MAX_POOLING_GRAD": "gather-sum",
-            "ELEMENT_WISE_CLIP_GRAD1": "select-no-int64-math", "RESAMPLE_GRAD1": "matmul-only",
-            "RESAMPLE_GRAD": "matmul-only"},
+            "ELEMENT_WISE_CLIP_GRAD1": "select-no-int64-math", "ELEMENT_WISE_CLIP_GRAD": "select-no-int64-math",
+            "RESAMPLE_GRAD1": "matmul-only",
+            "RESAMPLE_GRAD": "matmul-only", "AVERAGE_POOLING_GRAD": "gather-sum"},
 }
 
 #: Operators whose graph depends on the data (a path, chosen per case by DATA_PATHS).
