@@ -64,7 +64,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory, wine_ready: None) -> Itera
     programs = built_programs(tmp_path_factory.mktemp("programs"))
     dll = directml_dll()
     assert dll is not None
-    client = Harness(program_command(programs / "dml_harness.exe", {"--dml": dll}))
+    client = Harness(program_command(programs / "dml_harness.exe", {"--dml": dll}, virtual_heaps=True))
     yield client
     if client.process.poll() is None:
         client.stop()

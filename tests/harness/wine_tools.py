@@ -60,13 +60,14 @@ def lavapipe_driver() -> str | None:
         return None
 
 
-def program_command(program: Path, dlls: dict[str, Path], *arguments: str) -> str:
+def program_command(program: Path, dlls: dict[str, Path], *arguments: str, virtual_heaps: bool = False) -> str:
     """The command line that starts a packaged program under Wine as the directml backend starts it (directml/wine.py:
-    the package's prefix and its display, lavapipe, DLLs as Wine paths), written out as `env K=V ... wine64 program
-    ...` for tests that start it themselves."""
+    the package's prefix and its display, lavapipe, DLLs as Wine paths; `virtual_heaps` as directml/start.py gives
+    the harness), written out as `env K=V ... wine64 program ...` for tests that start it themselves."""
     from dmlconform.directml.wine import launch
 
-    return launch(program, list(arguments), dlls, lavapipe_driver(), lambda line: None).command_line()
+    return launch(program, list(arguments), dlls, lavapipe_driver(), lambda line: None,
+                  virtual_heaps=virtual_heaps).command_line()
 
 
 def directml_dll() -> Path | None:
