@@ -248,6 +248,46 @@ def test_clip_grad1(backend: orb.OnnxRuntimeBackend, dtype: DataType, rank: int,
     check(backend, case, construction)
 
 
+V0_BOUNDS = {"fractional": {"signed": (-2.5, 3.5), "unsigned": (2.5, 6.5), "float": (0.99995, 2.0015)},
+             "beyond": {"signed": (-1e30, 1e30), "unsigned": (-1.0, float("inf")), "float": (-70000.0, float("inf"))},
+             "nan": {"signed": (float("nan"), 10.5), "unsigned": (float("nan"), 10.5), "float": (float("nan"), 1.0)}}
+
+
+@pytest.mark.parametrize("construction", constructions_of("ELEMENT_WISE_CLIP_GRAD"))
+@pytest.mark.parametrize("dtype", dtypes_of("ELEMENT_WISE_CLIP_GRAD"), ids=lambda d: d.name)
+@pytest.mark.parametrize("bounds", sorted(V0_BOUNDS))
+def test_clip_grad_v0_follows_directmls_reading_of_its_float_bounds(backend: orb.OnnxRuntimeBackend, dtype: DataType,
+                                                                   bounds: str, construction: str) -> None:
+    """The graph holds the FLOAT bounds as DirectML does (the reference's default): where the readings part (a
+    fractional bound, one beyond the type, a NaN one), it matches `bound-in-type`, not another candidate."""
+    rng = np.random.default_rng(len(bounds))
+    shape = (4, 6)
+    x, dy = random_data(rng, dtype, shape), random_data(rng, dtype, shape, special=False)
+    kind = "float" if dtype.is_float else "signed" if dtype.is_signed else "unsigned"
+    low, high = V0_BOUNDS[bounds][kind]
+    if dtype is DataType.FLOAT32 and bounds != "nan":
+        low, high = -1.0, 1.25  # FLOAT32 meets its bounds unconverted: no reading parts
+    flat = x.reshape(-1)
+    if dtype.is_float:
+        flat[:8] = [1.0, 2.0, 2.001953125, -65504, 65504, 0.5, 1.25, -1.0]
+    else:  # X on and beside what each reading makes of the bounds, and at the type's ends
+        info = np.iinfo(dtype.numpy)
+        places = [v for v in (-3, -2, 2, 3, 4, 6, 7, 0, 10, int(info.min), int(info.max)) if info.min <= v <= info.max]
+        flat[:len(places)] = places
+    case = make_case("ELEMENT_WISE_CLIP_GRAD", {"Min": str(low) if not np.isfinite(low) else low,
+                                                "Max": str(high) if not np.isfinite(high) else high},
+                     {"InputTensor": x, "InputGradientTensor": dy}, shape)
+    opened = bool(case.candidates)
+    check(backend, case, construction)
+    if opened:
+        result = run_case(case, orb.OnnxRuntimeBackend(backend.runner, constructions={case.op.name: construction}),
+                          HIGHEST)
+        answer = case.candidates[OPERATORS["ELEMENT_WISE_CLIP_GRAD"].variants[0]]["OutputGradientTensor"]
+        assert result.matched is not None
+        assert np.array_equal(case.candidates[result.matched]["OutputGradientTensor"], answer, equal_nan=True)
+    assert opened or dtype is DataType.FLOAT32
+
+
 SLICE_GEOMETRIES = [  # (dX shape, offsets, sizes, strides)
     ((7,), (1,), (6,), (-2,)),
     ((4, 5), (0, 1), (4, 4), (2, -1)),
