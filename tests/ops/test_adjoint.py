@@ -1,5 +1,5 @@
 """Adjoint properties: ResampleGrad1 is the transpose of Resample2, ResampleGrad (v0) of Resample1, SliceGrad the
-transpose of Slice1.
+transpose of Slice1, ElementWiseClipGrad (v0) the transpose of Clip's Jacobian where it has one.
 
 The forward operators are written here, independently of the gradient code paths: Resample2 from the
 per-axis weight matrices (dmlconform.ops.resample_grad1.axis_weights, itself checked against the
@@ -146,3 +146,47 @@ def test_resample_grad_v0_is_the_adjoint_of_a_brute_force_resample1(describe, mo
         forward = resample1_loop(x, dy_shape, scales, f_ipo, f_opo, mode, chosen.rounding, chosen.edges)
         assert float(np.sum(forward * dy.astype(np.float64))) == pytest.approx(float(np.sum(x * grad.value)),
                                                                                rel=1e-12, abs=1e-12)
+
+
+def clip_forward(x, low, high):
+    """DML_ELEMENT_WISE_CLIP (v0) in exact arithmetic: min(Max, max(Min, x))."""
+    return min(high, max(low, x))
+
+
+@pytest.mark.parametrize("dtype", [DataType.FLOAT32, DataType.INT32, DataType.UINT8])
+def test_clip_grad_v0_is_the_transpose_of_the_clip_jacobian(describe, dtype):
+    """<ClipGrad(dY), v> = <dY, J v> with J the Jacobian of Clip (v0) at X, found by brute force from the forward
+    (exact steps of 1/2^40 either side, Fraction arithmetic): the slope is 1 strictly inside the bounds on both
+    sides, and the page's gradient is 0 where either side is flat (at a bound: its subgradient 0, not clamp's 1).
+    Bounds that are values of the type, where every reading of them agrees."""
+    from fractions import Fraction
+
+    op = find_operator("ELEMENT_WISE_CLIP_GRAD")
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = 12
+        if dtype.is_float:
+            low, high = sorted(float(np.float32(v)) for v in rng.normal(size=2) * 3)
+            x = rng.choice([low, high, (low + high) / 2, low - 1, high + 1, float(rng.normal())], size=n)
+        else:
+            info = np.iinfo(dtype.numpy)
+            low, high = sorted(float(v) for v in rng.choice(np.arange(max(int(info.min), -10), 11), size=2,
+                                                            replace=False))
+            x = rng.integers(max(int(info.min), int(low) - 2), int(high) + 3, size=n)
+        x = x.astype(dtype.numpy)
+        dy = rng.integers(1, 50, size=n).astype(dtype.numpy)
+        v = rng.integers(-9, 10, size=n)
+        desc = describe("ELEMENT_WISE_CLIP_GRAD", {"Min": low, "Max": high}, dtype, InputTensor=(n,),
+                        InputGradientTensor=(n,), OutputGradientTensor=(n,))
+        dx = op.reference(desc, {"InputTensor": x, "InputGradientTensor": dy}).outputs["OutputGradientTensor"]
+        step = Fraction(1, 2**40)
+        jacobian = []
+        for value in x.tolist():
+            at = Fraction(value)
+            lo, hi = Fraction(low), Fraction(high)
+            sides = [(clip_forward(at + s, lo, hi) - clip_forward(at, lo, hi)) / s for s in (step, -step)]
+            jacobian.append(1 if sides == [1, 1] else 0)
+        left = sum(int(a) * int(b) for a, b in zip(dx.tolist(), v.tolist(), strict=True))
+        right = sum(int(a) * j * int(b) for a, j, b in zip(dy.tolist(), jacobian, v.tolist(), strict=True))
+        assert left == right
+        assert [int(a) for a in dx.tolist()] == [int(a) * j for a, j in zip(dy.tolist(), jacobian, strict=True)]

@@ -4,6 +4,9 @@ Oracles (all on CPU):
 - ReluGrad: `torch.relu` backward. Integers go through float64, which holds INT8/16/32 exactly.
 - ClipGrad1: `F.hardtanh(x, Min, Max)` backward (not `clamp`, whose gradient passes at the bounds).
   Integers through float64 where every value and bound is below 2^53.
+- ClipGrad (v0): the same hardtanh, its FLOAT bounds or X taken as each reading takes them (bounds converted by
+  torch for `bound-in-type` and `bound-rounded`, X cast to float32 for `x-in-float32`, unconverted for `exact`); the
+  bundled cases against `exact`, which every single-answer case's golden is too. `clamp` differs at the bounds (a case).
 - SliceGrad: narrow + flip + a positive-step view, under autograd for floats; the same view of an
   index tensor (`arange`) for integers, whose dY is then placed with the indices torch selected.
 - MaxPoolingGrad: `max_pool2d`/`max_pool3d` autograd in float64 on X padded with -inf up to the last
@@ -22,7 +25,8 @@ other than the three above (torch has no such mode); nearest coordinates that la
 integer unless 1/Scale is a power of two (torch multiplies by 1/Scale, DML divides by Scale, so the
 float32 result may fall either side); torch `nearest` where dY has the same or twice the size of dX
 but the scale is not 1 or 2 (torch then ignores the scale); 64-bit integers beyond 2^53 for ClipGrad1 (hand-checked in
-clip_grad1/edge.yaml instead).
+clip_grad1/edge.yaml instead), and for ClipGrad (v0) NaN bounds and Min >= Max (hardtanh refuses Min > Max and its
+vectorised and scalar loops part beside a NaN bound).
 """
 
 from __future__ import annotations
@@ -385,6 +389,101 @@ def test_resample_grad_v0_random(describe, mode, offsets, dtype):
     assert checked == 15
 
 
+def _clip_grad_desc(describe, dtype, low, high, shape):
+    return _describe(describe, "ELEMENT_WISE_CLIP_GRAD", {"Min": low, "Max": high}, dtype, InputTensor=shape,
+                     InputGradientTensor=shape, OutputGradientTensor=shape)
+
+
+def _torch_bounds_in_type(low: float, high: float, dtype, rounding) -> tuple[float, float]:
+    """Integer bounds as torch converts them: clamped to the type's range in float64, then `rounding` (trunc or
+    round, half to even)."""
+    info = np.iinfo(dtype)
+    bounds = torch.tensor([low, high], dtype=torch.float64).clamp(float(info.min), float(info.max))
+    return tuple(float(v) for v in rounding(bounds))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.int32, np.int16, np.int8, np.uint32,
+                                   np.uint16, np.uint8])
+def test_clip_grad_v0_random_every_reading_torch_can_express(describe, same_bits, dtype):
+    """ClipGrad (v0), Min and Max FLOATs: torch's hardtanh backward (the page's formula) with the bounds or X taken
+    as each reading takes them. FLOAT32: unconverted. FLOAT16: torch compares a half with a float bound exactly
+    (the `exact` reading); with the bounds clamped to ±65504 and cast to half by torch, DirectML's. Integers: X in
+    float64 (exact below 2^53) against the bound (`exact`), X cast to float32 by torch (`x-in-float32`), and the
+    bounds clamped and truncated (`bound-in-type`) or rounded half to even (`bound-rounded`) by torch."""
+    rng = np.random.default_rng(41)
+    op = find_operator("ELEMENT_WISE_CLIP_GRAD")
+    kind = np.dtype(dtype).kind
+    parted = set()
+    for trial in range(12):
+        shape = [(9,), (4, 5), (2, 2, 3, 2, 2)][trial % 3]
+        if kind == "f":
+            top = float(np.finfo(dtype).max)
+            low, high = sorted(float(np.float32(v)) for v in rng.normal(size=2) * 2)
+            if dtype == np.float16 and trial % 4 == 3:
+                low, high = -70000.0, float(np.float32(rng.choice([1e5, 65519.0, 3.0])))
+            with np.errstate(over="ignore"):
+                near = [float(np.asarray(v, dtype)) for v in (low, high, min(max(low, -top), top),
+                                                              min(max(high, -top), top))]
+                x = rng.choice([*near, low - 1, high + 1, (low + high) / 2, np.inf, -np.inf, -0.0], size=shape)
+                x = np.where(rng.random(shape) < 0.4, rng.normal(size=shape) * 3, x).astype(dtype)
+            dy = rng.normal(size=shape).astype(dtype)
+        else:
+            info = np.iinfo(dtype)
+            lo = 0 if kind == "u" else -20
+            low, high = sorted(float(v) + f for v, f in zip(rng.integers(lo, 20, size=2), rng.choice(
+                [0.0, 0.5, 0.25, 0.75, -0.5], size=2), strict=True))
+            if trial % 4 == 3:
+                low, high = float(info.min) - 1e3, float(np.float32(float(info.max) * 1.5))
+            if trial % 4 == 2 and info.bits >= 32:  # above 2^24: X through float32 rounds
+                low, high = float(2**25), float(2**25 + 8)
+            base = [math.floor(low), math.ceil(low), math.floor(high), math.ceil(high)]
+            pool = [min(max(v + d, int(info.min)), int(info.max)) for v in base for d in (-1, 0, 1)]
+            pool = [v for v in pool if abs(v) < EXACT_FLOAT64] + [int(info.min), int(info.max) if info.max < 2**53
+                                                                  else 2**53 - 1]
+            x = np.array(rng.choice(pool, size=shape), dtype=dtype)
+            dy = rng.integers(1, 100, size=shape).astype(dtype)
+        low, high = float(np.float32(low)), float(np.float32(high))
+        desc = _clip_grad_desc(describe, dtype, low, high, shape)
+        inputs = {"InputTensor": x, "InputGradientTensor": dy}
+
+        def ref(variant=None, desc=desc, inputs=inputs):
+            return op.reference(desc, inputs, variant).outputs["OutputGradientTensor"]
+
+        if kind == "f":
+            # FLOAT16 in float32 (exact), where torch takes bounds beyond 65504; the gradient passes unchanged.
+            work = x.astype(np.float32)
+            assert same_bits(ref("exact"), torch_clip_grad(work, dy.astype(np.float32), low, high).astype(dtype))
+            if dtype == np.float16:
+                clamped = [float(torch.tensor(min(max(b, -65504.0), 65504.0)).to(torch.float16)) for b in (low, high)]
+                assert same_bits(ref(), torch_clip_grad(x, dy, *clamped))
+        else:
+            assert same_bits(ref("exact"), torch_clip_grad(x, dy, low, high))
+            as_float32 = x.astype(np.float32)  # numpy's, then torch's comparisons in float32
+            xt = _t(as_float32).requires_grad_()
+            F.hardtanh(xt, low, high).backward(_t(dy.astype(np.float32)))
+            assert same_bits(ref("x-in-float32"), np.where(xt.grad.numpy() != 0, dy, 0).astype(dtype))
+            for variant, rounding in (("bound-in-type", torch.trunc), ("bound-rounded", torch.round)):
+                assert same_bits(ref(variant), torch_clip_grad(x, dy, *_torch_bounds_in_type(low, high, dtype,
+                                                                                            rounding)))
+        parted |= {v for v in op.variants if not same_bits(ref(v), ref())}
+    assert parted >= ({"exact"} if dtype != np.float32 else set())
+
+
+def test_clamp_backward_passes_the_gradient_at_the_bounds_the_page_zeroes_it(describe, same_bits):
+    """PyTorch's clamp backward passes dY where X equals Min or Max (pytorch PR #7049: subgradient 1 at the bounds);
+    the page says `if x <= Min then 0; if x >= Max then 0`: the page wins, hardtanh agrees with it."""
+    op = find_operator("ELEMENT_WISE_CLIP_GRAD")
+    x = np.array([-1.0, 2.0, 0.5, 3.0], np.float32)
+    dy = np.array([10, 20, 30, 40], np.float32)
+    ours = op.reference(_clip_grad_desc(describe, np.float32, -1.0, 2.0, (4,)),
+                        {"InputTensor": x, "InputGradientTensor": dy}).outputs["OutputGradientTensor"]
+    xt = _t(x).requires_grad_()
+    torch.clamp(xt, -1.0, 2.0).backward(_t(dy))
+    assert xt.grad.tolist() == [10, 20, 30, 0]  # clamp: dY at both bounds
+    assert ours.tolist() == [0, 0, 30, 0]  # the page: 0 at both bounds
+    assert same_bits(ours, torch_clip_grad(x, dy, -1.0, 2.0))
+
+
 # -- every bundled case whose semantics torch shares -----------------------------------------------------
 def _bundled():
     return [case for case in load_paths([VECTORS]) if not case.expect_invalid]
@@ -425,6 +524,20 @@ def _torch_for_case(case):
             name = "nan-passes"
             result = np.where(at_nan, answers[name]["OutputGradientTensor"], result)
         return (name, result) if name in answers else None
+    if op == "ELEMENT_WISE_CLIP_GRAD":
+        # hardtanh with the FLOAT bounds as given: the `exact` reading (X in float64 for integers, exact below 2^53;
+        # a half against a float), which is every answer of a single-answer case.
+        x, dy = case.inputs["InputTensor"], case.inputs["InputGradientTensor"]
+        low, high = float(p["Min"]), float(p["Max"])
+        name = "exact" if "exact" in answers else "expected" if "expected" in answers else None
+        if name is None or math.isnan(low) or math.isnan(high) or low >= high or _fp32_denormal(x, dt) or (
+                np.isnan(x.astype(np.float64)).any()):
+            return None
+        if not dt.is_float and max(abs(int(v)) for v in (*x.ravel(), *dy.ravel())) >= EXACT_FLOAT64:
+            return None
+        if dt.name == "FLOAT16":  # in float32, exact, where torch takes bounds past 65504; dY passes unchanged
+            return name, torch_clip_grad(x.astype(np.float32), dy.astype(np.float32), low, high).astype(np.float16)
+        return name, torch_clip_grad(x, dy, low, high)
     if op == "SLICE_GRAD":
         dy = case.inputs["InputGradientTensor"]
         return next(iter(answers)), torch_slice_grad(dy, case.description.output.shape, p["InputWindowOffsets"],
@@ -504,6 +617,7 @@ def test_bundled_cases_against_torch(same_bits):
     # Most bundled cases are covered; the rest fall under the exclusions of the module docstring.
     assert checked.get("ACTIVATION_RELU_GRAD", 0) >= 25
     assert checked.get("ELEMENT_WISE_CLIP_GRAD1", 0) >= 25
+    assert checked.get("ELEMENT_WISE_CLIP_GRAD", 0) >= 15, checked  # the hand-written suites alone; the tiers add more
     assert checked.get("SLICE_GRAD", 0) >= 50
     assert checked.get("MAX_POOLING_GRAD", 0) >= 35
     assert checked.get("RESAMPLE_GRAD1", 0) >= 12, checked

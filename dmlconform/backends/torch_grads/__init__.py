@@ -14,6 +14,7 @@ import torch
 
 from dmlconform.backends.torch_grads import (
     average_pooling_grad,
+    clip_grad,
     clip_grad1,
     max_pooling_grad,
     relu_grad,
@@ -31,6 +32,7 @@ Realisation = Callable[[Description, dict[str, torch.Tensor]], torch.Tensor]
 REALISATIONS: dict[str, Realisation] = {
     "ACTIVATION_RELU_GRAD": relu_grad.realise,
     "ELEMENT_WISE_CLIP_GRAD1": clip_grad1.realise,
+    "ELEMENT_WISE_CLIP_GRAD": clip_grad.realise,
     "SLICE_GRAD": slice_grad.realise,
     "MAX_POOLING_GRAD": max_pooling_grad.realise,
 }
