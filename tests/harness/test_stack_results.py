@@ -11,10 +11,12 @@ import subprocess
 import sys
 import tarfile
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 import pytest
 
+from dmlconform.case import Case
 from dmlconform.case_result import Status
 from dmlconform.known_issues import Mode, shipped
 from dmlconform.results.document import from_document, read_document
@@ -24,6 +26,16 @@ REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "examples" / "dml_harness" / "results"
 STACKS = {"lavapipe (Mesa 25.0.7)": RESULTS / "directml-1.15.4-lavapipe-standard.json",
           "NVIDIA H100 (580.159.04)": RESULTS / "directml-1.15.4-h100-standard.json"}
+
+
+@cache
+def _bundled_cases() -> tuple[Case, ...]:
+    """The bundled suites' cases (the standard tier), loaded once for the tests that compare the kept results with
+    them."""
+    from dmlconform.cli import bundled_suites
+    from dmlconform.suite.loader import load_paths
+
+    return tuple(load_paths([bundled_suites()]))
 
 
 def _table_script():
@@ -90,11 +102,9 @@ KEPT_RESULTS = [*STACKS.values(), *sorted(ORT_RESULTS.glob("standard-*.json")), 
 def test_every_kept_result_was_taken_on_the_standard_tier_this_commit_ships():
     """Evidence from real drivers speaks for the suites it ran: when the standard tier changes, the results above go
     stale and must be taken again (examples/dml_harness/device/README.md, examples/ort_dml_host/README.md)."""
-    from dmlconform.cli import bundled_suites
     from dmlconform.suite.fingerprint import selection_fingerprint
-    from dmlconform.suite.loader import load_paths
 
-    shipped = selection_fingerprint(load_paths([bundled_suites()]))
+    shipped = selection_fingerprint(_bundled_cases())
     assert len(KEPT_RESULTS) == 6
     taken_on = {path: read_document(path).suite.fingerprint for path in KEPT_RESULTS}
     stale = [f"{path.relative_to(REPO)}: {fingerprint}" for path, fingerprint in taken_on.items() if fingerprint != shipped]
@@ -124,10 +134,7 @@ def test_the_ort_dml_tables_are_derived_from_the_kept_results(tmp_path: Path, fo
     table = made.stdout.split("\n\n")[0].strip()
     assert table in (REPO / "docs" / "onnxruntime-backend.md").read_text()
     assert "| **all** | | | 1673 | 1673 | 0 | 0 | 1673 / 0 |" in table
-    from dmlconform.cli import bundled_suites
-    from dmlconform.suite.loader import load_paths
-
-    with_layouts = {case.full_id for case in load_paths([bundled_suites()])
+    with_layouts = {case.full_id for case in _bundled_cases()
                     if any(not layout.is_default for layout in case.description.layouts.values())}
     results = read_document(tmp_path / ort).results
     assert {r.status for r in results if r.id not in with_layouts} == {Status.PASS, Status.INVALID_OK}
