@@ -11,7 +11,7 @@ clip_grad_bounds.py; docs/reference/operators.md):
   against the bound as real numbers, as a double compare does for every type up to 32 bits), `x-in-float32` (X
   converted to float32, nearest even, as an HLSL `(float)x` compare: INT32 above 2^24 and 64-bit integers round),
   `x-in-float64` (X converted to a double: 64-bit integers above 2^53 round), `bound-rounded` (each bound clamped and
-  converted to nearest, ties to even);
+  converted to nearest, ties to even: HLSL's round) and `bound-rounded-away` (ties away from zero: C's lround);
 * a NaN bound converted to an integer type (behaviour `clip-grad-integer-nan-bound`): the x86 conversion's integer
   indefinite, as DirectML converts it on x64 (`bound-in-type`: INT32 -2^31, INT64 -2^63, UINT64 2^63, and 0 for
   the narrower types and UINT32, which it converts through a wider register), or 0 (`nan-bound-zero`: D3D's
@@ -56,7 +56,8 @@ SUPPORT = SupportTable((
 class Reading:
     """One answer to every open choice (module docstring)."""
 
-    #: How an integer X meets a bound: in-type (the bound truncated into the type), rounded, exact, float32, float64.
+    #: How an integer X meets a bound: in-type (the bound truncated into the type), rounded (ties to even),
+    #: rounded-away (ties away from zero), exact, float32, float64.
     integers: str = "in-type"
     #: What a NaN bound becomes in an integer type: indefinite (x86's), zero.
     nan_bound: str = "indefinite"
@@ -76,6 +77,7 @@ VARIANTS: dict[str, Reading] = {
     "x-in-float32": replace(DEFAULT, integers="float32", half="exact"),
     "x-in-float64": replace(DEFAULT, integers="float64", half="exact"),
     "bound-rounded": replace(DEFAULT, integers="rounded"),
+    "bound-rounded-away": replace(DEFAULT, integers="rounded-away"),
     "nan-bound-zero": replace(DEFAULT, nan_bound="zero"),
     "bound-half-overflowing": replace(DEFAULT, half="overflowing"),
     "bound-half-toward-zero": replace(DEFAULT, half="toward-zero"),
@@ -91,7 +93,7 @@ FLOAT_NAN_BOUND = "clip-grad-float-nan-bound"
 #: Per behaviour the pages leave open, its candidates: candidate name -> reference variant.
 CANDIDATES: dict[str, dict[str, str]] = {
     INTEGER_BOUNDS: {name: name for name in ("bound-in-type", "exact", "x-in-float32", "x-in-float64",
-                                             "bound-rounded")},
+                                             "bound-rounded", "bound-rounded-away")},
     INTEGER_NAN_BOUND: {"nan-bound-indefinite": "bound-in-type", "nan-bound-zero": "nan-bound-zero",
                         "exact": "exact"},
     FLOAT16_BOUNDS: {name: name for name in ("bound-in-type", "exact", "bound-half-overflowing",
@@ -126,13 +128,18 @@ HALF_MAX = 65504.0
 
 def integer_bound(bound: float, dtype: DataType, reading: Reading) -> int:
     """A bound converted into an integer type (the in-type and rounded readings): clamped to the type's range, then
-    toward zero or to nearest (ties to even); NaN as `reading.nan_bound` says."""
+    toward zero or to nearest (ties to even, or away from zero); NaN as `reading.nan_bound` says."""
     info = np.iinfo(dtype.numpy)
     if math.isnan(bound):
         return NAN_AS_INDEFINITE.get(dtype, 0) if reading.nan_bound == "indefinite" else 0
     if math.isinf(bound):
         return int(info.max) if bound > 0 else int(info.min)
-    whole = round(bound) if reading.integers == "rounded" else math.trunc(bound)  # round(): ties to even
+    if reading.integers == "rounded":
+        whole = round(bound)  # ties to even
+    elif reading.integers == "rounded-away":
+        whole = int(math.copysign(math.floor(abs(bound) + 0.5), bound))  # right for every float32 bound
+    else:
+        whole = math.trunc(bound)
     return min(max(whole, int(info.min)), int(info.max))
 
 
@@ -192,7 +199,7 @@ class Comparisons:
 def _integer_comparisons(x: np.ndarray, low: float, high: float, reading: Reading) -> Comparisons:
     dtype = DataType.from_numpy(x.dtype)
     t = x.dtype.type
-    if reading.integers in ("in-type", "rounded"):
+    if reading.integers in ("in-type", "rounded", "rounded-away"):
         at_or_below = x <= t(integer_bound(low, dtype, reading))
         at_or_above = x >= t(integer_bound(high, dtype, reading))
         return Comparisons(at_or_below, ~at_or_below, at_or_above, ~at_or_above)

@@ -298,5 +298,5 @@ def test_clip_grad_v0_readings_family_parts_every_reading_from_the_default_in_th
         default = answers["bound-in-type"]
         parted |= {name for name, answer in answers.items()
                    if not np.array_equal(answer, default, equal_nan=answer.dtype.kind == "f")}
-    assert parted == {"exact", "x-in-float32", "x-in-float64", "bound-rounded", "bound-half-overflowing",
-                      "bound-half-toward-zero"}
+    assert parted == {"exact", "x-in-float32", "x-in-float64", "bound-rounded", "bound-rounded-away",
+                      "bound-half-overflowing", "bound-half-toward-zero"}

@@ -409,7 +409,8 @@ def test_clip_grad_v0_random_every_reading_torch_can_express(describe, same_bits
     as each reading takes them. FLOAT32: unconverted. FLOAT16: torch compares a half with a float bound exactly
     (the `exact` reading); with the bounds clamped to ±65504 and cast to half by torch, DirectML's. Integers: X in
     float64 (exact below 2^53) against the bound (`exact`), X cast to float32 by torch (`x-in-float32`), and the
-    bounds clamped and truncated (`bound-in-type`) or rounded half to even (`bound-rounded`) by torch."""
+    bounds clamped and truncated (`bound-in-type`) or rounded, ties to even (`bound-rounded`) or away from zero
+    (`bound-rounded-away`), by torch."""
     rng = np.random.default_rng(41)
     op = find_operator("ELEMENT_WISE_CLIP_GRAD")
     kind = np.dtype(dtype).kind
@@ -462,7 +463,9 @@ def test_clip_grad_v0_random_every_reading_torch_can_express(describe, same_bits
             xt = _t(as_float32).requires_grad_()
             F.hardtanh(xt, low, high).backward(_t(dy.astype(np.float32)))
             assert same_bits(ref("x-in-float32"), np.where(xt.grad.numpy() != 0, dy, 0).astype(dtype))
-            for variant, rounding in (("bound-in-type", torch.trunc), ("bound-rounded", torch.round)):
+            away = lambda t: torch.sign(t) * torch.floor(t.abs() + 0.5)  # noqa: E731  (ties away from zero)
+            for variant, rounding in (("bound-in-type", torch.trunc), ("bound-rounded", torch.round),
+                                      ("bound-rounded-away", away)):
                 assert same_bits(ref(variant), torch_clip_grad(x, dy, *_torch_bounds_in_type(low, high, dtype,
                                                                                             rounding)))
         parted |= {v for v in op.variants if not same_bits(ref(v), ref())}

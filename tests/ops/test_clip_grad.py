@@ -133,6 +133,10 @@ def test_fractional_integer_bounds():
     assert [int(x[i]) for i in passed(x, -2.5, 3.5)] == [-1, 0, 1, 2]
     assert [int(x[i]) for i in passed(x, -2.5, 3.5, "exact")] == [-2, -1, 0, 1, 2, 3]
     assert [int(x[i]) for i in passed(x, -2.5, 3.5, "bound-rounded")] == [-1, 0, 1, 2, 3]
+    # ties away from zero: -3 and 4, so -2 .. 3 pass (as exactly); 2.5 and 6.5 are 3 and 7 where ties to even give 2, 6
+    assert [int(x[i]) for i in passed(x, -2.5, 3.5, "bound-rounded-away")] == [-2, -1, 0, 1, 2, 3]
+    assert [int(x[i]) for i in passed(x, 2.5, 6.5, "bound-rounded-away")] == [4, 5]
+    assert [int(x[i]) for i in passed(x, 2.5, 6.5, "bound-rounded")] == [3, 4, 5]
     assert [int(x[i]) for i in passed(x, -2.5, 3.5, "x-in-float32")] == [-2, -1, 0, 1, 2, 3]
 
 
@@ -265,13 +269,14 @@ def _brute_keep(value: int | float, low: float, high: float, variant: str, dtype
                     bound = _toward_zero_half(bound)
             return None if math.isnan(bound) else bound  # type: ignore[return-value]
         info = np.iinfo(dtype.numpy)
-        if reading.integers in ("in-type", "rounded"):
+        if reading.integers in ("in-type", "rounded", "rounded-away"):
             if math.isnan(bound):
                 table = {"INT32": -(2**31), "INT64": -(2**63), "UINT64": 2**63}
                 return Fraction(table.get(dtype.name, 0) if reading.nan_bound == "indefinite" else 0)
             if math.isinf(bound):
                 return Fraction(int(info.max) if bound > 0 else int(info.min))
-            whole = math.trunc(bound) if reading.integers == "in-type" else round(bound)
+            half_up = math.floor(Fraction(abs(bound)) + Fraction(1, 2)) * (1 if bound >= 0 else -1)
+            whole = {"in-type": math.trunc(bound), "rounded": round(bound), "rounded-away": half_up}[reading.integers]
             return Fraction(min(max(whole, int(info.min)), int(info.max)))
         return None if math.isnan(bound) else bound  # type: ignore[return-value]
 
@@ -279,7 +284,7 @@ def _brute_keep(value: int | float, low: float, high: float, variant: str, dtype
         x = value
     else:
         bits = {"float32": 24, "float64": 53}.get(reading.integers)
-        x = Fraction(int(value)) if bits is None or reading.integers in ("in-type", "rounded") else _nearest(
+        x = Fraction(int(value)) if bits is None or reading.integers in ("in-type", "rounded", "rounded-away") else _nearest(
             int(value), bits)
     lo, hi = converted(low), converted(high)
 

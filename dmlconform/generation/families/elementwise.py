@@ -684,7 +684,7 @@ def _parted_by(dtype: DataType, style: str) -> tuple[str, ...]:
         return ("exact", "bound-half-toward-zero") if style == "fractional" else ("bound-half-overflowing",)
     if style == "wide":
         return ("x-in-float32", "x-in-float64") if dtype.bits == 64 else ("x-in-float32",)
-    return ("exact", "bound-rounded") if style == "fractional" else ("exact",)
+    return ("exact", "bound-rounded", "bound-rounded-away") if style == "fractional" else ("exact",)
 
 
 def _parts(op: Operator, x: np.ndarray, dy: np.ndarray, params: dict, variants: tuple[str, ...]) -> bool:

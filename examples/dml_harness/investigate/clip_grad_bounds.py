@@ -11,8 +11,8 @@ dY is 1, 2, 3, ... so the output says which elements passed.
 
 Every case's golden is the reference's default; `analyse` reads what the stack returned (`dmlconform run ...
 --artifacts DIR --artifacts-all --json R.json`) and prints, per case, every model that reproduces it: the reference's
-variants and the other conversions a driver could make (bounds to the type by half-away rounding, floor, ceiling, a
-wrapping truncation; INT64 compared on its low 32 bits).
+variants and the other conversions a driver could make (bounds to the type by floor, ceiling, a wrapping or x86
+truncation without a clamp; INT64 compared on its low 32 bits).
 
   python examples/dml_harness/investigate/clip_grad_bounds.py write examples/dml_harness/investigate/probes
   DMLCONFORM_WINDOWS_PROGRAMS_DIR=... dmlconform run --backend directml --adapter lavapipe \
@@ -208,8 +208,6 @@ def _convert(bound: float, dtype: np.dtype, how: str) -> int:
         return int(info.min) if how == "x86" else 0
     if math.isinf(bound):
         whole = int(info.max) if bound > 0 else int(info.min)
-    elif how == "away":
-        whole = int(math.copysign(math.floor(abs(bound) + 0.5), bound))
     elif how == "floor":
         whole = math.floor(bound)
     elif how == "ceil":
@@ -231,7 +229,7 @@ def extra_models(x: np.ndarray, low: float, high: float) -> dict[str, np.ndarray
     """keep masks of conversions that are not reference variants."""
     found: dict[str, np.ndarray] = {}
     if x.dtype.kind in "iu":
-        for how in ("away", "floor", "ceil", "wrap", "x86"):
+        for how in ("floor", "ceil", "wrap", "x86"):
             lo, hi = _convert(low, x.dtype, how), _convert(high, x.dtype, how)
             xs = x.astype(object)
             found[f"bound-{how}"] = np.array([lo < v < hi for v in xs])
