@@ -12,10 +12,12 @@ clip_grad_bounds.py; docs/reference/operators.md):
   converted to float32, nearest even, as an HLSL `(float)x` compare: INT32 above 2^24 and 64-bit integers round),
   `x-in-float64` (X converted to a double: 64-bit integers above 2^53 round), `bound-rounded` (each bound clamped and
   converted to nearest, ties to even: HLSL's round) and `bound-rounded-away` (ties away from zero: C's lround);
-* a NaN bound converted to an integer type (behaviour `clip-grad-integer-nan-bound`): the x86 conversion's integer
-  indefinite, as DirectML converts it on x64 (`bound-in-type`: INT32 -2^31, INT64 -2^63, UINT64 2^63, and 0 for
-  the narrower types and UINT32, which it converts through a wider register), or 0 (`nan-bound-zero`: D3D's
-  float-to-integer rule, and an ARM64 conversion);
+* a NaN bound beside an integer X (behaviour `clip-grad-integer-nan-bound`): converted to the type, it is the x86
+  conversion's integer indefinite, as DirectML converts it on x64 (`bound-in-type`: INT32 -2^31, INT64 -2^63,
+  UINT64 2^63, and 0 for the narrower types and UINT32, which it converts through a wider register), or 0
+  (`nan-bound-zero`: D3D's float-to-integer rule, and an ARM64 conversion); compared as a number, no X is above or
+  below it, so `Min < X < Max` zeroes every X (`exact`) and the page's `X <= Min or X >= Max` none for that bound
+  (`nan-bound-ignored`);
 * a FLOAT16 X (behaviour `clip-grad-float16-bounds`): `bound-in-type` (default: each bound clamped to ±65504 and
   rounded to the nearest FLOAT16, ties to even), `exact` (X converted to float32, which is exact, against the
   bound), `bound-half-overflowing` (IEEE's conversion, a bound past 65504 becoming ±inf), `bound-half-toward-zero`
@@ -79,6 +81,7 @@ VARIANTS: dict[str, Reading] = {
     "bound-rounded": replace(DEFAULT, integers="rounded"),
     "bound-rounded-away": replace(DEFAULT, integers="rounded-away"),
     "nan-bound-zero": replace(DEFAULT, nan_bound="zero"),
+    "nan-bound-ignored": replace(DEFAULT, integers="exact", half="exact", nan="nan-passes"),
     "bound-half-overflowing": replace(DEFAULT, half="overflowing"),
     "bound-half-toward-zero": replace(DEFAULT, half="toward-zero"),
     "nan-passes": replace(DEFAULT, nan="nan-passes"),
@@ -95,7 +98,7 @@ CANDIDATES: dict[str, dict[str, str]] = {
     INTEGER_BOUNDS: {name: name for name in ("bound-in-type", "exact", "x-in-float32", "x-in-float64",
                                              "bound-rounded", "bound-rounded-away")},
     INTEGER_NAN_BOUND: {"nan-bound-indefinite": "bound-in-type", "nan-bound-zero": "nan-bound-zero",
-                        "exact": "exact"},
+                        "exact": "exact", "nan-bound-ignored": "nan-bound-ignored"},
     FLOAT16_BOUNDS: {name: name for name in ("bound-in-type", "exact", "bound-half-overflowing",
                                              "bound-half-toward-zero")},
     NAN_INPUT: {"nan-zero": "bound-in-type", "nan-passes": "nan-passes"},

@@ -177,6 +177,7 @@ def test_a_nan_bound_in_an_integer_type(dtype, indefinite):
     assert passed(x, "nan", 10.5) == expect_min
     assert passed(x, "nan", 10.5, "nan-bound-zero") == [i for i, v in enumerate(values) if 0 < v < 10]
     assert passed(x, "nan", 10.5, "exact") == []  # no X is above NaN
+    assert passed(x, "nan", 10.5, "nan-bound-ignored") == [i for i, v in enumerate(values) if v < 10]  # nor below it
     assert passed(x, "nan", 10.5, "nan-passes") == expect_min  # nothing compares with NaN here: the type's value
 
 

@@ -90,6 +90,14 @@ class Knobs:
     #: AveragePoolingGrad with a gradient that is not the pooled size, or a window larger than the padded input:
     #: computed, or refused.
     avg_gradient_size: str = "computed"
+    #: How ClipGrad (v0) meets its FLOAT bounds (DirectML's pages leave it open): `in-type` (each bound clamped into
+    #: the tensors' type and converted, integers toward zero, FLOAT16 to nearest: DirectML 1.15.4), `exact` (X against
+    #: the bound as numbers), `x-in-float32` / `x-in-float64` (an integer X converted, nearest even), `rounded` /
+    #: `rounded-away` (integer bounds to nearest, ties to even or away from zero), `half-overflowing` (FLOAT16 bounds
+    #: by IEEE's conversion, unclamped), `half-toward-zero` (by D3D's).
+    clip_v0_bounds: str = "in-type"
+    #: What ClipGrad (v0) makes of a NaN bound in an integer type: x64's integer indefinite, or 0 (D3D's rule).
+    clip_v0_nan_bound: str = "indefinite"
     # How the driver meets its buffers (contract §9; only cases with a layout or on the graph or in-place path).
     #: The order its threads store the output's elements: row-major, reverse, or column-major (first axis fastest).
     write_order: str = "row-major"
@@ -139,6 +147,10 @@ class SimulatedDriver:
         if bug == "clip-refuses-min-above-max" and case.op.name == "ELEMENT_WISE_CLIP_GRAD1":
             params = case.description.params
             if _scalar(params["Min"], dtype.numpy) > _scalar(params["Max"], dtype.numpy):
+                return "Min > Max"
+        if bug == "clip-v0-refuses-min-above-max" and case.op.name == "ELEMENT_WISE_CLIP_GRAD":
+            params = case.description.params
+            if float(params["Min"]) > float(params["Max"]):
                 return "Min > Max"
         if bug == "slice-accepts-zero-stride" and case.op.name == "SLICE_GRAD" and 0 in \
                 case.description.params["InputWindowStrides"]:
@@ -494,6 +506,127 @@ def clip_grad1(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.
             continue
         out[i] = dy[i] if keep else zero
     return _flush(out, knobs, arithmetic=False)
+
+
+# -- ELEMENT_WISE_CLIP_GRAD (v0) --------------------------------------------------------------------------------
+#: What x64's conversion makes of a NaN bound, as DirectML 1.15.4 was measured (examples/dml_harness/investigate/
+#: clip_grad_bounds.py): INT32 through a 32-bit register, UINT32 and the 64-bit types through a 64-bit one, each
+#: giving the sign bit alone ("integer indefinite"), cut to the type; the narrower types keep none of it.
+_V0_NAN_AS = {np.dtype(np.int32): -(2**31), np.dtype(np.int64): -(2**63), np.dtype(np.uint64): 2**63}
+
+
+def _v0_integer_bound(knobs: Knobs, bound: float, dtype: np.dtype) -> Fraction | None:
+    """A FLOAT bound as an integer X meets it; None where the compare is with NaN (false whatever X is)."""
+    info = np.iinfo(dtype)
+    way = knobs.clip_v0_bounds
+    if knobs.bug == "clip-v0-bound-bits-reinterpreted":  # the float's bits read as the type, zero-extended
+        bits = int(np.array(bound, np.float32).view(np.uint32)).to_bytes(8, "little")
+        return Fraction(int(np.frombuffer(bits[:dtype.itemsize], dtype.newbyteorder("<"))[0]))
+    if knobs.bug == "clip-v0-bound-cast-unclamped":  # x86's cast: out of range gives the integer indefinite
+        wide = 64 if dtype.itemsize == 8 or dtype == np.uint32 else 32
+        whole = -(2 ** (wide - 1)) if math.isnan(bound) or not -(2 ** (wide - 1)) <= bound < 2 ** (wide - 1) \
+            else math.trunc(bound)
+        whole %= 2 ** (8 * dtype.itemsize)
+        if info.min < 0 and whole >= 2 ** (8 * dtype.itemsize - 1):
+            whole -= 2 ** (8 * dtype.itemsize)
+        return Fraction(whole)
+    if way in ("exact", "x-in-float32", "x-in-float64"):  # the bound as a number (an infinity stays a float)
+        if math.isnan(bound):
+            return None
+        return exact(bound) if math.isfinite(bound) else bound  # type: ignore[return-value]
+    if math.isnan(bound):
+        return Fraction(_V0_NAN_AS.get(dtype, 0) if knobs.clip_v0_nan_bound == "indefinite" else 0)
+    if math.isinf(bound):
+        return Fraction(int(info.max) if bound > 0 else int(info.min))
+    value = exact(bound)
+    if way == "rounded":
+        whole = round(value)  # Fraction rounds half to even
+    elif way == "rounded-away":
+        whole = math.floor(abs(value) + Fraction(1, 2)) * (1 if value >= 0 else -1)
+    else:
+        whole = math.trunc(value)
+    return Fraction(min(max(whole, int(info.min)), int(info.max)))
+
+
+def _v0_integer_x(knobs: Knobs, value: int, dtype: np.dtype) -> Fraction:
+    if knobs.bug == "clip-v0-low-words" and dtype.itemsize == 8:
+        low = value & 0xFFFFFFFF
+        return Fraction(low - 2**32 if dtype.kind == "i" and low >= 2**31 else low)
+    if knobs.clip_v0_bounds in ("x-in-float32", "x-in-float64"):
+        return exact(round_fraction(Fraction(value), np.dtype(np.float32 if knobs.clip_v0_bounds == "x-in-float32"
+                                                              else np.float64)))
+    return Fraction(value)
+
+
+def _v0_half_bound(knobs: Knobs, bound: float) -> float:
+    """A FLOAT bound as a FLOAT16 X meets it (a Python float, exact)."""
+    way = knobs.clip_v0_bounds
+    if knobs.bug == "clip-v0-bound-bits-reinterpreted":
+        return float(np.array([int(np.array(bound, np.float32).view(np.uint32)) & 0xFFFF], np.uint16).view(
+            np.float16)[0])
+    if math.isnan(bound) or way in ("exact", "x-in-float32", "x-in-float64"):
+        return bound
+    top = 65504.0
+    if way == "half-toward-zero":  # toward zero, a finite bound past the range at ±65504
+        if math.isinf(bound):
+            return bound
+        nearest = round_fraction(exact(bound), np.dtype(np.float16))
+        if not np.isfinite(nearest) or abs(exact(nearest)) > abs(exact(bound)):
+            nearest = np.nextafter(nearest, np.float16(0))
+        return float(nearest)
+    if way != "half-overflowing":
+        bound = min(max(bound, -top), top)
+    if math.isinf(bound):
+        return bound
+    return float(round_fraction(exact(bound), np.dtype(np.float16)))
+
+
+def _v0_order(value: Fraction | float, bound: Fraction | float | None) -> int | None:
+    """-1, 0 or 1 as value is below, at or above the bound; None where either is NaN (no comparison holds)."""
+    if bound is None or any(isinstance(v, float) and math.isnan(v) for v in (value, bound)):
+        return None
+    return int(value > bound) - int(value < bound)
+
+
+def clip_grad(knobs: Knobs, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+              shape: tuple[int, ...]) -> np.ndarray:
+    """dX = X <= Min or X >= Max ? 0 : dY, Min and Max DML FLOATs, element by element in exact arithmetic."""
+    x, dy = _flush(inputs["InputTensor"], knobs), _flush(inputs["InputGradientTensor"], knobs, arithmetic=False)
+    dy = _through_float64(dy, knobs)
+    low, high = (float(_flush(np.asarray(np.float32(params[n])), knobs)[()]) for n in ("Min", "Max"))
+    if knobs.bug == "clip-v0-min-max-swapped":
+        low, high = high, low
+    dtype = x.dtype
+    if dtype.kind in "iu":
+        lo, hi = _v0_integer_bound(knobs, low, dtype), _v0_integer_bound(knobs, high, dtype)
+    elif dtype == np.float16:
+        lo, hi = _v0_half_bound(knobs, low), _v0_half_bound(knobs, high)
+    else:
+        lo, hi = low, high
+    out = _zeros(shape, dy.dtype, knobs)
+    zero = out.dtype.type(knobs.zero if out.dtype.kind == "f" else 0)
+    at_bounds_pass = knobs.bug == "clip-v0-passes-at-bounds"
+    for i in np.ndindex(shape):
+        value = _v0_integer_x(knobs, int(x[i]), dtype) if dtype.kind in "iu" else float(x[i])
+        nan = isinstance(value, float) and math.isnan(value)
+        to_lo, to_hi = _v0_order(value, lo), _v0_order(value, hi)
+        if knobs.clip_nan == "nan-zero":  # Min < X < Max ? dY : 0
+            keep = to_lo is not None and to_hi is not None and (to_lo > 0 or (at_bounds_pass and to_lo == 0)) and (
+                to_hi < 0 or (at_bounds_pass and to_hi == 0))
+        else:  # the page's X <= Min or X >= Max ? 0 : dY
+            zeroed = (to_lo is not None and (to_lo < 0 or (to_lo == 0 and not at_bounds_pass))) or (
+                to_hi is not None and (to_hi > 0 or (to_hi == 0 and not at_bounds_pass)))
+            keep = not zeroed
+        if knobs.bug == "clip-v0-nan-gives-max" and nan:
+            out[i] = out.dtype.type(high)  # the select's seed, which no branch overwrites at NaN
+        elif knobs.bug == "clip-v0-multiplies-by-mask":
+            with np.errstate(invalid="ignore"):
+                out[i] = dy[i] * out.dtype.type(keep)
+        else:
+            out[i] = dy[i] if keep else zero
+    if knobs.bug == "one-ulp-on-a-copy":
+        _bump_first_copy(out)
+    return _flush(out, knobs, arithmetic=knobs.bug == "clip-v0-multiplies-by-mask")
 
 
 # -- SLICE_GRAD --------------------------------------------------------------------------------------------------
@@ -936,6 +1069,7 @@ _OPERATORS = {
     "RESAMPLE_GRAD1": resample_grad1,
     "AVERAGE_POOLING_GRAD": average_pooling_grad,
     "RESAMPLE_GRAD": resample_grad,
+    "ELEMENT_WISE_CLIP_GRAD": clip_grad,
 }
 
 
@@ -1011,6 +1145,23 @@ LEGITIMATE: tuple[Knobs, ...] = (
           "is inexact (D3D allows 2.5 ULP), sums in the data type", Summation(accumulate="data"), avg_division="low"),
     Knobs("avgpool-division-2-ulp-high", "AveragePoolingGrad divides in float32 2 ULP away from zero wherever the "
           "quotient is inexact, sums in float32", Summation(accumulate="float32"), avg_division="high"),
+    Knobs("clip-v0-bounds-exact", "ClipGrad (v0) compares X with its FLOAT bounds as numbers (a double compare)",
+          clip_v0_bounds="exact"),
+    Knobs("clip-v0-x-in-float32", "ClipGrad (v0) converts an integer X to float32 (nearest even) to compare it, as an "
+          "HLSL (float)x would, and as Core ML's converter does with an integer clamp (apple/coremltools#2839)",
+          clip_v0_bounds="x-in-float32"),
+    Knobs("clip-v0-x-in-float64", "ClipGrad (v0) converts an integer X to a double to compare it",
+          clip_v0_bounds="x-in-float64"),
+    Knobs("clip-v0-bounds-rounded", "ClipGrad (v0) rounds its bounds into an integer type, ties to even (HLSL round)",
+          clip_v0_bounds="rounded"),
+    Knobs("clip-v0-bounds-rounded-away", "ClipGrad (v0) rounds its bounds into an integer type, ties away from zero "
+          "(C's lround)", clip_v0_bounds="rounded-away"),
+    Knobs("clip-v0-half-bounds-overflowing", "ClipGrad (v0) converts its bounds to FLOAT16 by IEEE's rule, unclamped "
+          "(past 65504 to ±inf)", clip_v0_bounds="half-overflowing"),
+    Knobs("clip-v0-half-bounds-toward-zero", "ClipGrad (v0) converts its bounds to FLOAT16 by D3D's rule (toward zero, "
+          "past the range to ±65504)", clip_v0_bounds="half-toward-zero"),
+    Knobs("clip-v0-nan-bound-zero", "ClipGrad (v0) converts a NaN bound to 0 in an integer type (D3D's rule; an ARM64 "
+          "conversion)", clip_v0_nan_bound="zero"),
     # How a driver meets its buffers (contract §9): free as long as it stores the output's elements and nothing else.
     Knobs("writes-in-reverse-order", "stores the output's elements last to first", write_order="reverse"),
     Knobs("writes-in-column-order", "stores the output's elements first axis fastest (column-major)",
@@ -1231,6 +1382,25 @@ BUGS: tuple[Bug, ...] = (
         "window wherever the padding is asymmetric",
         seen_in="Burn's AvgPool1d/AvgPool2d ignored count_include_pad(false) whenever the padding was asymmetric "
         "(every SAME padding of an odd total)", source="https://github.com/tracel-ai/burn/issues/5450"),
+    # ClipGrad (v0): Min and Max are FLOATs whatever the tensors' type.
+    Bug("clip-v0-passes-at-bounds", "ClipGrad (v0) passes the gradient at X = Min and X = Max, as a clamp's backward "
+        "does", must_die_on="smoke", seen_in="PyTorch's clamp backward has passed the gradient at min and max "
+        "(subgradient 1) since this pull request; the page zeroes it there",
+        source="https://github.com/pytorch/pytorch/pull/7049"),
+    Bug("clip-v0-bound-bits-reinterpreted", "ClipGrad (v0) reads each FLOAT bound's bits as a value of the tensors' "
+        "type (as if it were ClipGrad1's scalar union)", must_die_on="smoke",
+        seen_in="onnx-tensorrt read Clip-6's float min and max attributes as the input's integer type: clip(0.0, 1.0) "
+        "became clip(0, 0)", source="https://github.com/onnx/onnx-tensorrt/pull/788"),
+    Bug("clip-v0-bound-cast-unclamped", "ClipGrad (v0) casts its bounds into an integer type without clamping them "
+        "(x86: out of range gives the integer indefinite, narrower types wrap)", must_die_on="smoke"),
+    Bug("clip-v0-low-words", "ClipGrad (v0) compares 64-bit integers on their low 32 bits", must_die_on="smoke"),
+    Bug("clip-v0-min-max-swapped", "ClipGrad (v0) reads Min as Max and Max as Min", must_die_on="smoke"),
+    Bug("clip-v0-refuses-min-above-max", "ClipGrad (v0) refuses Min > Max, which its page defines (every element 0)"),
+    Bug("clip-v0-multiplies-by-mask", "ClipGrad (v0) computes dY·(Min < X < Max): NaN and inf gradients leak as NaN "
+        "where X is out of range"),
+    Bug("clip-v0-nan-gives-max", "ClipGrad (v0) writes Max where X is NaN",
+        seen_in="tt-metal's relu6_bw (ClipGrad with Min 0, Max 6, as TensorFlow-DirectML's Relu6Grad uses "
+        "DML_ELEMENT_WISE_CLIP_GRAD) returned 6.0 for a NaN input", source="https://github.com/tenstorrent/tt-metal/issues/57455"),
 )
 
 #: Mistakes that no rule accepting the legitimate variants can catch, with the reason (docs/tolerances.md §6).
@@ -1249,20 +1419,22 @@ INSIDE_THE_BOUND: tuple[tuple[str, str, str], ...] = (
 #: knobs an operator never reads computes exactly what `straight` computes for that operator, so running it there
 #: proves nothing new. Every knob is listed; tests/oracle/test_mutants.py checks that.
 _ALL = frozenset({"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD", "MAX_POOLING_GRAD",
-                  "RESAMPLE_GRAD1", "AVERAGE_POOLING_GRAD", "RESAMPLE_GRAD"})
+                  "RESAMPLE_GRAD1", "AVERAGE_POOLING_GRAD", "RESAMPLE_GRAD", "ELEMENT_WISE_CLIP_GRAD"})
+#: The operators whose page lets the output alias InputTensor (in place).
+_IN_PLACE = frozenset({"ELEMENT_WISE_CLIP_GRAD1", "ELEMENT_WISE_CLIP_GRAD"})
 #: ResampleGrad1 and ResampleGrad (v0): one driver's loops (`resample_grad1`).
 _RESAMPLING = frozenset({"RESAMPLE_GRAD1", "RESAMPLE_GRAD"})
 KNOB_OPERATORS: dict[str, frozenset[str]] = {
     "summation": frozenset(_SUMMING),
     "zero": _ALL,
     "relu_nan": frozenset({"ACTIVATION_RELU_GRAD"}),
-    "clip_nan": frozenset({"ELEMENT_WISE_CLIP_GRAD1"}),
+    "clip_nan": frozenset({"ELEMENT_WISE_CLIP_GRAD1", "ELEMENT_WISE_CLIP_GRAD"}),
     "pool_nan": frozenset({"MAX_POOLING_GRAD"}),
     "pool_padding_only": frozenset({"MAX_POOLING_GRAD"}),
     "resample_offsets": _RESAMPLING,
     "zero_weight_taps": _RESAMPLING,
     "fp32_denormals": frozenset({"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "MAX_POOLING_GRAD",
-                                 "RESAMPLE_GRAD1", "AVERAGE_POOLING_GRAD", "RESAMPLE_GRAD"}),
+                                 "RESAMPLE_GRAD1", "AVERAGE_POOLING_GRAD", "RESAMPLE_GRAD", "ELEMENT_WISE_CLIP_GRAD"}),
     "coordinates": _RESAMPLING,
     "v0_half": frozenset({"RESAMPLE_GRAD"}),
     "fp16_conversion": frozenset(_SUMMING),
@@ -1270,15 +1442,19 @@ KNOB_OPERATORS: dict[str, frozenset[str]] = {
     "avg_divisor": frozenset({"AVERAGE_POOLING_GRAD"}),
     "avg_division": frozenset({"AVERAGE_POOLING_GRAD"}),
     "avg_gradient_size": frozenset({"AVERAGE_POOLING_GRAD"}),
+    "clip_v0_bounds": frozenset({"ELEMENT_WISE_CLIP_GRAD"}),
+    "clip_v0_nan_bound": frozenset({"ELEMENT_WISE_CLIP_GRAD"}),
     "write_order": _ALL,
     "output_init": _ALL,
-    "in_place_pass": frozenset({"ELEMENT_WISE_CLIP_GRAD1"}),
+    "in_place_pass": _IN_PLACE,
 }
 #: Knobs that only change how buffers are met: they show only on cases with whole buffers (`Case.uses_buffers`).
 BUFFER_KNOBS = frozenset({"write_order", "output_init", "in_place_pass"})
 #: Bugs whose code sits in one operator's function, by name prefix; any other bug may show anywhere.
-#: (ResampleGrad v0's `resample-v0-` before ResampleGrad1's `resample-`: the first prefix that matches counts.)
-_BUG_PREFIXES = {"relu-": "ACTIVATION_RELU_GRAD", "clip-": "ELEMENT_WISE_CLIP_GRAD1", "slice-": "SLICE_GRAD",
+#: (ResampleGrad v0's `resample-v0-` before ResampleGrad1's `resample-`, ClipGrad v0's `clip-v0-` before ClipGrad1's
+#: `clip-`: the first prefix that matches counts.)
+_BUG_PREFIXES = {"relu-": "ACTIVATION_RELU_GRAD", "clip-v0-": "ELEMENT_WISE_CLIP_GRAD",
+                 "clip-": "ELEMENT_WISE_CLIP_GRAD1", "slice-": "SLICE_GRAD",
                  "pool-": "MAX_POOLING_GRAD", "resample-v0-": "RESAMPLE_GRAD", "resample-": "RESAMPLE_GRAD1",
                  "avgpool-": "AVERAGE_POOLING_GRAD"}
 _BUGS_EVERYWHERE = {"slice-no-zero-fill"}  # `_zeros` serves every operator
@@ -1290,8 +1466,8 @@ BUFFER_BUGS: dict[str, tuple[frozenset[str], ExecutionPath | None, bool]] = {
     "layout-output-written-packed": (_ALL, None, True),
     "layout-padding-zeroed": (_ALL, None, False),
     "output-read-before-write": (frozenset(_SUMMING), None, False),
-    "in-place-gradient-copied-first": (frozenset({"ELEMENT_WISE_CLIP_GRAD1"}), ExecutionPath.IN_PLACE, False),
-    "in-place-vector-tail-rereads-output": (frozenset({"ELEMENT_WISE_CLIP_GRAD1"}), ExecutionPath.IN_PLACE, False),
+    "in-place-gradient-copied-first": (_IN_PLACE, ExecutionPath.IN_PLACE, False),
+    "in-place-vector-tail-rereads-output": (_IN_PLACE, ExecutionPath.IN_PLACE, False),
     "graph-edge-strides-lost": (_ALL, ExecutionPath.GRAPH, True),
 }
 
