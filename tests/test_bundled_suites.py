@@ -106,6 +106,8 @@ COVERAGE = {
                     "UINT16", "UINT8"}, {1, 2, 3, 4, 5, 6, 7, 8}),
     "MAX_POOLING_GRAD": ({"FLOAT32", "FLOAT16"}, {4, 5}),
     "RESAMPLE_GRAD1": ({"FLOAT32", "FLOAT16"}, {1, 2, 3, 4}),
+    "ELEMENT_WISE_CLIP_GRAD": ({"FLOAT32", "FLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32",
+                                "UINT16", "UINT8"}, {1, 4, 5, 8}),
     "RESAMPLE_GRAD": ({"FLOAT32", "FLOAT16"}, {1, 2, 3, 4}),
 }
 

@@ -361,3 +361,20 @@ def test_the_comparisons_agree_with_a_brute_force_for_every_reading(dtype):
             expected = [_brute_keep(v.item(), low, high, variant, data_type) for v in x]
             wrong = [(x[i].item(), bool(keep[i])) for i in range(x.size) if bool(keep[i]) != expected[i]]
             assert not wrong, (dtype, low, high, variant, wrong[:5])
+
+
+@pytest.mark.tier_scan
+def test_every_reading_is_an_answer_of_every_bundled_case(scanned_cases, same_bits):
+    """Contract §2: where the pages leave the answer open, every plausible reading is a candidate. For every ClipGrad
+    (v0) case of the scanned tier, each variant's answer is the golden of a single-answer case or one of a candidate
+    case's answers: a driver that follows any one reading passes every case."""
+    checked = 0
+    for case in scanned_cases:
+        if case.op is not OP or case.expect_invalid:
+            continue
+        answers = [answer["OutputGradientTensor"] for answer in case.answers().values()]
+        for variant in OP.variants:
+            ours = OP.reference(case.description, case.inputs, variant).outputs["OutputGradientTensor"]
+            assert any(same_bits(ours, answer) for answer in answers), (case.full_id, variant)
+        checked += 1
+    assert checked >= 30
