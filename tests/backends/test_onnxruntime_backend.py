@@ -449,6 +449,71 @@ def test_v0_axis_weights_agree_with_ort_resize(n_in: int, scale: float, offsets:
         assert not np.allclose(resized.T, axis_weights(n_in, n_out, scale, *offsets, mode, "floor"))
 
 
+AVG_GEOMETRIES = [  # (dX shape, window, strides, start pad, end pad, dY change from the pooled size)
+    ((1, 1, 3, 3), (2, 2), (1, 1), (0, 0), (0, 0), 0),  # the page's example
+    ((2, 3, 5, 4), (3, 2), (2, 1), (1, 1), (1, 0), 0),
+    ((1, 2, 4, 3, 5), (2, 2, 3), (1, 2, 2), (1, 0, 2), (0, 1, 2), 0),
+    ((1, 1, 7, 7), (2, 4), (2, 3), (0, 2), (3, 1), 1),  # windows past the padded input
+    ((1, 2, 4, 4), (2, 2), (2, 2), (3, 0), (0, 2), 0),  # windows of padding only
+    ((1, 1, 2, 3), (5, 2), (1, 1), (1, 0), (0, 0), 0),  # a window larger than the padded input (dY of 1)
+]
+
+
+@pytest.mark.parametrize("construction", constructions_of("AVERAGE_POOLING_GRAD"))
+@pytest.mark.parametrize("dtype", dtypes_of("AVERAGE_POOLING_GRAD"), ids=lambda d: d.name)
+@pytest.mark.parametrize("geometry", AVG_GEOMETRIES, ids=lambda g: f"{len(g[0])}d-{g[1]}-{g[3]}-{g[4]}")
+@pytest.mark.parametrize("include", [False, True])
+def test_average_pooling_grad(backend: orb.OnnxRuntimeBackend, dtype: DataType, geometry: tuple, include: bool,
+                              construction: str) -> None:
+    shape, window, strides, start, end, change = geometry
+    out = [max(1, (n + a + e - k) // s + 1) for n, k, s, a, e in zip(shape[2:], window, strides, start, end,
+                                                                      strict=True)]
+    out[-1] += change
+    rng = np.random.default_rng(len(shape) + change)
+    dy = random_data(rng, dtype, shape[:2] + tuple(out))  # infinities among them: they must reach their windows only
+    params = {"Strides": list(strides), "WindowSize": list(window), "StartPadding": list(start),
+              "EndPadding": list(end), "IncludePadding": include}
+    check(backend, make_case("AVERAGE_POOLING_GRAD", params, {"InputGradientTensor": dy}, shape), construction)
+
+
+@pytest.mark.parametrize("construction", constructions_of("AVERAGE_POOLING_GRAD"))
+@pytest.mark.parametrize("variant", OPERATORS["AVERAGE_POOLING_GRAD"].variants)
+def test_average_pooling_grad_graphs_follow_every_reading(backend: orb.OnnxRuntimeBackend, construction: str,
+                                                          variant: str) -> None:
+    """A window past the padded input and asymmetric padding with IncludePadding: each reading's own answer."""
+    for shape, out, params in (
+            ((1, 1, 1, 7), (1, 1, 1, 3), {"Strides": [1, 3], "WindowSize": [1, 4], "StartPadding": [0, 0],
+                                          "EndPadding": [0, 1], "IncludePadding": True}),
+            ((1, 2, 3, 4), (1, 2, 3, 5), {"Strides": [1, 1], "WindowSize": [2, 3], "StartPadding": [1, 1],
+                                          "EndPadding": [0, 2], "IncludePadding": True})):
+        dy = np.random.default_rng(3).normal(size=out).astype(np.float32)
+        case = make_case("AVERAGE_POOLING_GRAD", params, {"InputGradientTensor": dy}, shape)
+        case.expected, case.candidates = None, {variant: case.op.reference(case.description, case.inputs,
+                                                                           variant).outputs}
+        runner = orb.OnnxRuntimeBackend(backend.runner, variant=variant, constructions={case.op.name: construction})
+        result = run_case(case, runner, HIGHEST)
+        assert result.status is Status.PASS, f"{variant}: {result.message}"
+
+
+def test_average_pooling_grad_tables_count_what_the_description_says() -> None:
+    """The gather-sum graph's tables: the page's example (every window divides by 4, each element lists its
+    windows), and a divisor of 0 for a window of padding only without IncludePadding."""
+    from dmlconform.backends.onnx_graphs.average_pooling_grad import covering_windows, divisor_table
+
+    case = make_case("AVERAGE_POOLING_GRAD", {"Strides": [1, 1], "WindowSize": [2, 2], "StartPadding": [0, 0],
+                                              "EndPadding": [0, 0], "IncludePadding": False},
+                     {"InputGradientTensor": np.ones((1, 1, 2, 2), np.float32)}, (1, 1, 3, 3))
+    divisors = divisor_table(case.description, "clipped-to-padding")
+    assert divisors.tolist() == [[4, 4], [4, 4]]
+    assert covering_windows(case.description, divisors).tolist() == [
+        [0, 4, 4, 4], [0, 1, 4, 4], [1, 4, 4, 4], [0, 2, 4, 4], [0, 1, 2, 3], [1, 3, 4, 4], [2, 4, 4, 4], [2, 3, 4, 4],
+        [3, 4, 4, 4]]
+    padded = make_case("AVERAGE_POOLING_GRAD", {"Strides": [1, 2], "WindowSize": [1, 2], "StartPadding": [0, 2],
+                                                "EndPadding": [0, 2], "IncludePadding": False},
+                       {"InputGradientTensor": np.ones((1, 1, 1, 3), np.float32)}, (1, 1, 1, 3))
+    assert divisor_table(padded.description, "clipped-to-padding").tolist() == [[0, 2, 1]]
+
+
 # -- refusal, NOT_SUPPORTED, errors, a wrong graph, the cache ----------------------------------------------
 def test_invalid_case_is_refused_before_any_graph(backend: orb.OnnxRuntimeBackend) -> None:
     case = make_case("SLICE_GRAD", {"InputWindowOffsets": [0], "InputWindowSizes": [4], "InputWindowStrides": [1]},

@@ -133,7 +133,8 @@ def test_info_names_torch_and_the_device():
 def test_every_scanned_case_comes_out_as_on_the_reference(scanned_cases, device):
     """Every case of the scanned tier: smoke in the test command, standard in .ci/run's scan step. A valid case with a
     memory layout is compared on its packed description (the same logical answer, as crosscheck does); a negative one
-    keeps its layout, which torch cannot express: SKIPPED, never run as something else."""
+    keeps its layout, which torch cannot express: SKIPPED, never run as something else. AveragePoolingGrad cases avg_pool
+cannot pad or size are NOT_SUPPORTED."""
     from dmlconform.runner.crosscheck import logical_case
 
     cases = [logical_case(case) for case in scanned_cases]
@@ -143,9 +144,13 @@ def test_every_scanned_case_comes_out_as_on_the_reference(scanned_cases, device)
     on_numpy = {r.id: r.status for r in run_cases(cases, reference, HIGHEST).results}
     unexpressed = {case.full_id for case in cases if case.description.has_layouts}
     assert {case_id for case_id, status in on_torch.items() if status is Status.SKIPPED} == unexpressed
-    assert {k: v for k, v in on_torch.items() if k not in unexpressed} == \
-        {k: v for k, v in on_numpy.items() if k not in unexpressed}
-    assert set(on_torch.values()) <= {Status.PASS, Status.INVALID_OK, Status.SKIPPED}
+    # avg_pool's padding and sizes cannot express every AveragePoolingGrad case (torch_grads/average_pooling_grad.py):
+    # those are NOT_SUPPORTED, and no other operator's.
+    unsupported = {k for k, v in on_torch.items() if v is Status.NOT_SUPPORTED}
+    assert {case.op.name for case in cases if case.full_id in unsupported} <= {"AVERAGE_POOLING_GRAD"}
+    assert {k: v for k, v in on_torch.items() if k not in unexpressed | unsupported} == \
+        {k: v for k, v in on_numpy.items() if k not in unexpressed | unsupported}
+    assert set(on_torch.values()) <= {Status.PASS, Status.INVALID_OK, Status.SKIPPED, Status.NOT_SUPPORTED}
 
 
 def test_invalid_descriptions_are_refused():
@@ -297,6 +302,77 @@ def test_max_pooling_random_geometry_passes_against_the_reference(device, dims, 
         assert status_on_torch(case, device) is Status.PASS, (p, spatial, out)
         checked += 1
     assert checked >= 25
+
+
+# -- AveragePoolingGrad: avg_pool's padding, sizes and divisors, and the canvas that stands for the padded input ----
+AVG = {"Strides": [2, 2], "WindowSize": [3, 2], "StartPadding": [1, 0], "EndPadding": [1, 1], "IncludePadding": True}
+
+
+@pytest.mark.parametrize("variant", OPERATORS["AVERAGE_POOLING_GRAD"].variants)
+def test_average_pooling_every_divisor_reading_on_asymmetric_padding(variant):
+    """IncludePadding TRUE on a canvas: asymmetric padding (OC-AP3) and a ceil-sized dY whose last windows run past
+    the padded input (OC-AP1); torch follows each reading it can express, and refuses `in-bounds-overhang` there."""
+    # dX [4, 3]; the canvas [6, 4] ([6, 3] for end-padding-as-start) sizes dY [3, 2] with ceil_mode: the last row's
+    # windows cover rows 3-5 (input, padding, beyond), the last column's columns 2-3 (input, end padding).
+    dy = np.arange(1, 7, dtype=np.float32).reshape(1, 1, 3, 2)
+    case = make_case("AVERAGE_POOLING_GRAD", AVG, {"InputGradientTensor": dy}, (1, 1, 4, 3), variant=variant)
+    outcome = create_backend("torch", BackendOptions(variant=variant)).run(case)
+    if variant == "in-bounds-overhang":
+        assert outcome.kind is OutcomeKind.NOT_SUPPORTED and "in-bounds-overhang" in outcome.message
+        return
+    assert outcome.kind is OutcomeKind.OUTPUTS, outcome.message
+    assert status_on_torch(case, variant=variant) is Status.PASS
+    readings = create_backend("torch", BackendOptions(variant=variant)).readings
+    assert readings["avgpool-divisor"] == readings["avgpool-asymmetric-padding"] == variant
+    others = {OPERATORS["AVERAGE_POOLING_GRAD"].reference(case.description, case.inputs, v).outputs[
+        "OutputGradientTensor"].tobytes() for v in OPERATORS["AVERAGE_POOLING_GRAD"].variants}
+    assert len(others) == 4  # the data tells every reading apart
+
+
+@pytest.mark.parametrize(("params", "dy_shape", "why"), [
+    ({**AVG, "IncludePadding": False}, (1, 1, 2, 3), "IncludePadding FALSE needs avg_pool's own padding"),
+    ({**AVG, "WindowSize": [3, 3], "StartPadding": [1, 1], "EndPadding": [1, 1], "IncludePadding": False}, (1, 1, 1, 5),
+     "avg_pool sizes"),
+    ({**AVG, "WindowSize": [9, 2]}, (1, 1, 1, 4), "window larger than the padded input"),
+])
+def test_average_pooling_cases_torch_cannot_express_are_unsupported_naming_why(params, dy_shape, why):
+    dy = np.ones(dy_shape, np.float32)
+    case = make_case("AVERAGE_POOLING_GRAD", params, {"InputGradientTensor": dy}, (1, 1, 3, 3))
+    outcome = create_backend("torch", BackendOptions()).run(case)
+    assert outcome.kind is OutcomeKind.NOT_SUPPORTED and why in outcome.message
+    assert status_on_torch(case) is Status.NOT_SUPPORTED
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dims", [2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.slow
+def test_average_pooling_random_geometry_passes_against_the_reference(device, dims, dtype):
+    """Random geometry, padding counted or not, dY of the floor or the ceil size: every case torch expresses passes
+    against the reference's default reading (FLOAT16 3-D on the CPU through float32, judged by the same rule)."""
+    from dmlconform.ops.average_pooling_grad import pooled_size
+
+    rng = np.random.default_rng(60 + dims)
+    checked = 0
+    for _ in range(60):
+        spatial = [int(v) for v in rng.integers(2, 7 if dims == 2 else 5, size=dims)]
+        window = [int(rng.integers(1, min(n, 3) + 1)) for n in spatial]
+        include = bool(rng.integers(0, 2))
+        start = [int(rng.integers(0, k // 2 + 1)) for k in window]
+        end = [int(rng.integers(0, k + 1)) for k in window] if include else start
+        strides = [int(v) for v in rng.integers(1, 4, size=dims)]
+        p = {"Strides": strides, "WindowSize": window, "StartPadding": start, "EndPadding": end,
+             "IncludePadding": include}
+        out = [pooled_size(n, k, s, a, e) for n, k, s, a, e in zip(spatial, window, strides, start, end, strict=True)]
+        if rng.integers(0, 2):  # torch's ceil_mode size: one more window where it starts before the end padding
+            out = [o + ((n + a + e - k) % s != 0 and o * s < n + a + (e if include else 0))
+                   for o, n, k, s, a, e in zip(out, spatial, window, strides, start, end, strict=True)]
+        dy = rng.normal(size=(2, 2, *out)).astype(dtype)
+        case = make_case("AVERAGE_POOLING_GRAD", p, {"InputGradientTensor": dy}, (2, 2, *spatial))
+        status = status_on_torch(case, device)
+        assert status in (Status.PASS, Status.NOT_SUPPORTED), (p, spatial, out)
+        checked += status is Status.PASS
+    assert checked >= 20, checked
 
 
 # -- ResampleGrad1: PyTorch's modes where they compute DirectML's coordinates, the formula elsewhere ----------------

@@ -1,5 +1,6 @@
 """Adjoint properties: ResampleGrad1 is the transpose of Resample2, ResampleGrad (v0) of Resample1, SliceGrad the
-transpose of Slice1, ElementWiseClipGrad (v0) the transpose of Clip's Jacobian where it has one.
+transpose of Slice1, ElementWiseClipGrad (v0) the transpose of Clip's Jacobian where it has one,
+AveragePoolingGrad the adjoint of a brute-force average pooling under every reading of its divisor.
 
 The forward operators are written here, independently of the gradient code paths: Resample2 from the
 per-axis weight matrices (dmlconform.ops.resample_grad1.axis_weights, itself checked against the
@@ -190,3 +191,69 @@ def test_clip_grad_v0_is_the_transpose_of_the_clip_jacobian(describe, dtype):
         right = sum(int(a) * j * int(b) for a, j, b in zip(dy.tolist(), jacobian, v.tolist(), strict=True))
         assert left == right
         assert [int(a) for a in dx.tolist()] == [int(a) * j for a, j in zip(dy.tolist(), jacobian, strict=True)]
+
+
+def average_pool(x, out_spatial, p, reading):
+    """Forward DML_AVERAGE_POOLING (pages: window o covers o·Strides − StartPadding + k, zeros outside the input), one
+    output at a time in float64, with the divisor `reading` gives a window (AVERAGE_POOLING_GRAD's variants: the
+    positions of the window in the input, in the padded input, in [−StartPadding, In + StartPadding), or the whole
+    window, or the whole window unless it runs past the padded input)."""
+    spatial = x.shape[2:]
+    start, end, window = p["StartPadding"], p["EndPadding"], p["WindowSize"]
+    y = np.zeros((*x.shape[:2], *out_spatial))
+    for o in itertools.product(*(range(n) for n in out_spatial)):
+        taps = [[oi * s - a + k for k in range(w)] for oi, s, a, w in zip(o, p["Strides"], start, window, strict=True)]
+
+        def count(low, high, taps=taps):
+            return sum(all(lo <= q < hi for q, lo, hi in zip(c, low, high, strict=True))
+                       for c in itertools.product(*taps))
+
+        inside = count([0] * len(spatial), spatial)
+        padded = [n + e for n, e in zip(spatial, end, strict=True)]
+        if not p["IncludePadding"]:
+            divisor = inside
+        elif reading == "full-window":
+            divisor = math.prod(window)
+        elif reading == "in-bounds-overhang":
+            past = any(t[-1] >= hi for t, hi in zip(taps, padded, strict=True))
+            divisor = inside if past else math.prod(window)
+        elif reading == "end-padding-as-start":
+            divisor = count([-a for a in start], [n + a for n, a in zip(spatial, start, strict=True)])
+        else:
+            divisor = count([-a for a in start], padded)
+        total = np.zeros(x.shape[:2])
+        for c in itertools.product(*taps):
+            if all(0 <= q < n for q, n in zip(c, spatial, strict=True)):
+                total += x[(slice(None), slice(None), *c)]
+        y[(slice(None), slice(None), *o)] = total / divisor if divisor else 0.0
+    return y
+
+
+@pytest.mark.parametrize("variant", find_operator("AVERAGE_POOLING_GRAD").variants)
+@pytest.mark.parametrize("dims", [2, 3])
+def test_average_pooling_grad_is_the_adjoint_of_average_pooling(describe, variant, dims):
+    """<AvgPool(x), dY> = <x, AvgPoolGrad(dY)> under every reading of the divisor, with asymmetric padding, windows
+    past the padded input (a gradient larger than the pooled size), windows of padding only (divisor 0 with
+    IncludePadding FALSE: the forward writes 0 there, the gradient sends nothing back) and windows larger than the
+    padded input."""
+    from dmlconform.ops.average_pooling_grad import pooled_size
+
+    op = find_operator("AVERAGE_POOLING_GRAD")
+    rng = np.random.default_rng(17 + dims)
+    for _ in range(25 if dims == 2 else 10):
+        dx = [int(v) for v in rng.integers(1, 6 if dims == 2 else 4, size=dims)]
+        window = [int(v) for v in rng.integers(1, 5, size=dims)]
+        strides = [int(v) for v in rng.integers(1, 4, size=dims)]
+        start = [int(v) for v in rng.integers(0, 4, size=dims)]
+        end = [int(v) for v in rng.integers(0, 4, size=dims)]
+        out = [max(1, pooled_size(n, k, s, a, e) + int(rng.integers(-1, 3)))
+               for n, k, s, a, e in zip(dx, window, strides, start, end, strict=True)]
+        p = {"Strides": strides, "WindowSize": window, "StartPadding": start, "EndPadding": end,
+             "IncludePadding": bool(rng.integers(0, 2))}
+        desc = describe("AVERAGE_POOLING_GRAD", p, DataType.FLOAT32, InputGradientTensor=(2, 1, *out),
+                        OutputGradientTensor=(2, 1, *dx))
+        x = rng.normal(size=(2, 1, *dx))
+        dy = rng.normal(size=(2, 1, *out)).astype(np.float32)
+        grad = op.reference(desc, {"InputGradientTensor": dy}, variant).accumulation["OutputGradientTensor"]
+        lhs = float(np.sum(average_pool(x, out, p, variant) * dy.astype(np.float64)))
+        assert lhs == pytest.approx(float(np.sum(x * grad.value)), rel=1e-12, abs=1e-12)

@@ -12,6 +12,10 @@ Oracles (all on CPU):
 - MaxPoolingGrad: `max_pool2d`/`max_pool3d` autograd in float64 on X padded with -inf up to the last
   tap (covers asymmetric padding and dY sizes other than the pooled size); the gradient that lands on
   padding is cut off, which is the `dropped` reading of padding-only windows.
+- AveragePoolingGrad: `avg_pool2d`/`avg_pool3d` autograd in float64 where torch expresses the case: padding the
+  same at both ends and at most half the window, `count_include_pad` for IncludePadding, `ceil_mode` where dY has
+  the ceil size (torch's divisor with padding counted: the window clipped to the padded input, the
+  `clipped-to-padding` reading; its last ceil window past the padded input is the OC-AP1 case).
 - ResampleGrad1: `aten.upsample_nearest1d` (DML nearest DECREASING, offsets 0/0),
   `aten._upsample_nearest_exact1d` (DECREASING, forward offsets 0/-0.5) and `aten.upsample_linear1d`
   with align_corners=False (LINEAR, forward offsets 0.5/-0.5), one axis at a time, autograd in float64.
@@ -103,6 +107,26 @@ def torch_max_pooling_grad(x: np.ndarray, dy: np.ndarray, p) -> np.ndarray:
     dx = np.zeros(x.shape, np.float64)
     dx[tuple(src)] = padded.grad.numpy()[tuple(dst)]
     return dx
+
+
+def torch_average_pooling_grad(dy: np.ndarray, dx_shape, p) -> np.ndarray | None:
+    """float64 gradient of avg_pool2d/3d, or None where torch cannot express the case (padding not symmetric or more
+    than half the window, or dY neither the floor nor torch's ceil size)."""
+    start, end, window = p["StartPadding"], p["EndPadding"], p["WindowSize"]
+    if start != end or any(2 * a > k for a, k in zip(start, window, strict=True)):
+        return None
+    pool = F.avg_pool2d if len(window) == 2 else F.avg_pool3d
+    for ceil_mode in (False, True):
+        x = torch.zeros(tuple(dx_shape), dtype=torch.float64, requires_grad=True)
+        try:
+            y = pool(x, kernel_size=tuple(window), stride=tuple(p["Strides"]), padding=tuple(start),
+                     ceil_mode=ceil_mode, count_include_pad=bool(p["IncludePadding"]))
+        except RuntimeError:  # torch refuses an output size below 1, and in 3-D a window past the padded input
+            continue
+        if tuple(y.shape) == dy.shape:
+            y.backward(_t(dy.astype(np.float64)))
+            return x.grad.numpy()
+    return None
 
 
 def _pow2(value: float) -> bool:
@@ -294,6 +318,44 @@ def test_max_pooling_grad_nan_x_matches_nan_wins(describe):
     x[:, :, 2, 0] = 0.0  # so that the window over rows 1-2 holds one NaN only
     dy = rng.normal(size=(1, 2, 4, 3)).astype(np.float32)
     _assert_torch_follows(describe, x, dy, p, "nan-wins", "nan-sticks")
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_average_pooling_grad_random(describe, dtype, dims):
+    """The reference's default reading against torch wherever torch expresses the case (floor and ceil sizes, padding
+    counted or not); the other readings differ from torch where a ceil window runs past the padded input."""
+    rng = np.random.default_rng(31 + dims)
+    op = find_operator("AVERAGE_POOLING_GRAD")
+    checked = overhanging = 0
+    for _ in range(40):
+        spatial = [int(v) for v in rng.integers(1 if dims == 2 else 3, 8 if dims == 2 else 6, size=dims)]
+        window = [int(v) for v in rng.integers(1, 5, size=dims)]
+        pad = [int(rng.integers(0, k // 2 + 1)) for k in window]
+        strides = [int(v) for v in rng.integers(1, 4, size=dims)]
+        p = {"Strides": strides, "WindowSize": window, "StartPadding": pad, "EndPadding": pad,
+             "IncludePadding": bool(rng.integers(0, 2))}
+        ceil = bool(rng.integers(0, 2))
+        out = [(math.ceil if ceil else math.floor)((n + 2 * a - k) / s) + 1
+               for n, a, k, s in zip(spatial, pad, window, strides, strict=True)]
+        if ceil:  # torch's rule: the last window starts inside the input or its start padding
+            out = [o - 1 if (o - 1) * s >= n + a else o for o, s, n, a in zip(out, strides, spatial, pad, strict=True)]
+        if min(out) < 1:
+            continue
+        dy = rng.normal(size=(2, 2, *out)).astype(dtype)
+        dx = (2, 2, *spatial)
+        expected = torch_average_pooling_grad(dy, dx, p)
+        if expected is None:  # torch refuses a window larger than the padded input (3-D)
+            continue
+        desc = _describe(describe, "AVERAGE_POOLING_GRAD", p, dtype, InputGradientTensor=dy.shape,
+                         OutputGradientTensor=dx)
+        acc = op.reference(desc, {"InputGradientTensor": dy}).accumulation["OutputGradientTensor"]
+        assert np.allclose(acc.value, expected, rtol=0, atol=1e-12 * max(1.0, float(acc.abs_sum.max())))
+        checked += 1
+        others = [op.reference(desc, {"InputGradientTensor": dy}, v).accumulation["OutputGradientTensor"].value
+                  for v in op.variants[1:]]
+        overhanging += p["IncludePadding"] and any(not np.allclose(v, expected) for v in others)
+    assert checked >= 15 and overhanging >= 1, (checked, overhanging)
 
 
 def _assert_torch_follows(describe, x, dy, p, follows: str, differs_from: str) -> None:
@@ -554,6 +616,14 @@ def _torch_for_case(case):
         else:
             name = "dropped" if "dropped" in answers else next(iter(answers))
         return (name, torch_max_pooling_grad(x, dy, p)) if name in answers else None
+    if op == "AVERAGE_POOLING_GRAD":
+        # The reference's default reading (torch's divisor), by its name or the single answer's.
+        dy = case.inputs["InputGradientTensor"]
+        name = next((n for n in ("clipped-to-padding", "computed", "expected") if n in answers), None)
+        if name is None or not np.isfinite(dy).all() or _fp32_denormal(dy, dt):
+            return None
+        result = torch_average_pooling_grad(dy, case.description.output.shape, p)
+        return None if result is None else (name, result)
     if op == "RESAMPLE_GRAD1":
         dy = case.inputs["InputGradientTensor"]
         if not np.isfinite(dy).all():
@@ -600,7 +670,7 @@ def test_bundled_cases_against_torch(same_bits):
         name, result = found
         expected = _answer(case, name)["OutputGradientTensor"]
         if result.dtype == np.float64 and expected.dtype != np.float64 and name not in (*case.op.variants,
-                                                                                          "expected"):
+                                                                                          "expected", "computed"):
             # A hand-written candidate the reference has no variant for: torch's result, rounded once.
             with np.errstate(over="ignore"):
                 assert same_bits(result.astype(expected.dtype), expected), case.full_id
@@ -623,5 +693,6 @@ def test_bundled_cases_against_torch(same_bits):
     assert checked.get("ELEMENT_WISE_CLIP_GRAD", 0) >= 15, checked  # the hand-written suites alone; the tiers add more
     assert checked.get("SLICE_GRAD", 0) >= 50
     assert checked.get("MAX_POOLING_GRAD", 0) >= 35
+    assert checked.get("AVERAGE_POOLING_GRAD", 0) >= 8, checked  # the hand-written suites alone; the tiers add more
     assert checked.get("RESAMPLE_GRAD1", 0) >= 12, checked
     assert checked.get("RESAMPLE_GRAD", 0) >= 6, checked  # the hand-written suites alone; the tiers add more

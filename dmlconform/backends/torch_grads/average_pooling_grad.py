@@ -13,7 +13,8 @@ where dY is one window longer than the floor formula gives, and `divisor_overrid
 `full-window`. IncludePadding FALSE needs PyTorch's own padding (the canvas would count as input): it is expressed
 where StartPadding = EndPadding <= window / 2 on every axis. Cases PyTorch cannot size or pad that way (a gradient
 smaller or two larger than its sizes, a window larger than the padded input, asymmetric padding without
-IncludePadding, `in-bounds-overhang` past the padded input) raise TorchUnsupported, naming why.
+IncludePadding, a 3-D input smaller than the window without IncludePadding (avg_pool3d checks the unpadded input),
+`in-bounds-overhang` past the padded input) raise TorchUnsupported, naming why.
 
 The gradient is computed in the data type on the device (FLOAT16 stays float16): what its kernels produce; but
 `avg_pool3d` has no float16 kernel on the CPU, so there FLOAT16 is computed in float32 and rounded once (what a
@@ -83,6 +84,8 @@ def realise(desc: Description, inputs: dict[str, torch.Tensor], variant: str | N
     if any(a != e or 2 * a > k for a, e, k in zip(start, end, window, strict=True)):
         raise TorchUnsupported("IncludePadding FALSE needs avg_pool's own padding: the same at both ends, at most half "
                                f"a window (StartPadding {start}, EndPadding {end}, WindowSize {window})")
+    if dims == 3 and any(n < k for n, k in zip(extent, window, strict=True)):
+        raise TorchUnsupported(f"avg_pool3d refuses an input {extent} smaller than its window {window}, padded or not")
     ceil = _ceil_mode(extent, out, window, strides, start)
     x = torch.zeros(dx_shape, dtype=dy.dtype, device=dy.device, requires_grad=True)
     pooled = pool(x, window, strides, start, ceil_mode=ceil, count_include_pad=False)

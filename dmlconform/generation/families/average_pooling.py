@@ -93,7 +93,7 @@ def avg_case(family: Family, case_id: str, dtype: DataType, dy: TensorSpec, dx_s
     elif len(answers) > 1:
         behaviour, candidates = "avgpool-asymmetric-padding", dict(computed)
     elif denormal:
-        behaviour, candidates = "fp32-denormal-gradient", {"preserved": answers[0], "flushed": FLUSHED}
+        behaviour, candidates = "fp32-denormal-sum", {"preserved": answers[0], "flushed": FLUSHED}
     if behaviour is not None:
         tags = (*tags, "candidates")
     if denormal:
