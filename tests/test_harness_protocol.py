@@ -165,6 +165,9 @@ def _same_param(a: object, b: object, kind: ParamKind, dtype: DataType) -> bool:
         return protocol.scalar_union_hex(a, dtype) == protocol.scalar_union_hex(b, dtype)
     if kind is ParamKind.FLOATS:
         return np.array_equal(np.array(a), np.array(b), equal_nan=True)
+    if kind is ParamKind.FLOAT:  # a NaN bound (ClipGrad v0) equals NaN; -0.0 is not +0.0
+        pair = np.array([a, b], np.float32)
+        return bool(np.isnan(pair).all()) or pair.view(np.uint32)[0] == pair.view(np.uint32)[1]
     return a == b
 
 
