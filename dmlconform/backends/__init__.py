@@ -97,7 +97,7 @@ def backend_names() -> list[str]:
 
 
 def create_backend(name: str, options: BackendOptions) -> Backend:
-    _load_builtin()
+    _load_builtin(name)
     factory = _FACTORIES.get(name)
     if factory is None:
         entries = [entry for entry in _plugin_entry_points() if entry.name == name]
@@ -138,11 +138,20 @@ def prepare(name: str, options: BackendOptions) -> BackendOptions:
     return options
 
 
-def _load_builtin() -> None:
-    # Each module registers itself; heavy imports (onnxruntime, torch) stay inside the backend's factory.
+#: Each built-in backend's module (it registers the backend when imported).
+BUILT_IN_MODULES = {"numpy": "numpy_backend", "onnxruntime": "onnxruntime_backend", "native": "native",
+                    "directml": "directml", "torch": "torch_backend"}
+
+
+def _load_builtin(name: str | None = None) -> None:
+    """Import the built-in backends' modules, or only `name`'s: a process that serves one backend (a Python harness, a
+    worker) need not import the others' (the directml backend's start, the native one's process handling: a fifth of
+    a harness's start-up). Heavy imports (onnxruntime, torch) stay inside each backend's factory."""
     import importlib
 
-    for module in ("numpy_backend", "onnxruntime_backend", "native", "directml", "torch_backend"):
+    for backend, module in BUILT_IN_MODULES.items():
+        if name is not None and backend != name:
+            continue
         try:
             importlib.import_module(f"dmlconform.backends.{module}")
         except ModuleNotFoundError as exc:

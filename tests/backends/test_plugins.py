@@ -95,3 +95,18 @@ def test_dmlconform_run_uses_a_plugin_in_its_worker_processes(site: Path, tmp_pa
                             capture_output=True, text=True, env=env, timeout=300)
     assert broken.returncode == 2 and "cannot be loaded" in broken.stdout + broken.stderr
     assert "Traceback" not in broken.stdout + broken.stderr
+
+
+def test_each_built_in_module_registers_the_backend_it_is_imported_for() -> None:
+    """create_backend imports only the asked-for built-in's module: each must register that name, and a process that
+    creates the numpy backend has not imported the directml backend's start or the native one's."""
+    code = ("import sys; from dmlconform.backends import _FACTORIES, create_backend; "
+            "from dmlconform.backends.base import BackendOptions; create_backend('numpy', BackendOptions()); "
+            "print(sorted(_FACTORIES), 'dmlconform.directml.start' in sys.modules, 'dmlconform.processes' in sys.modules)")
+    alone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert alone == ["['numpy']", "False", "False"]
+    from dmlconform.backends import _FACTORIES, BUILT_IN_MODULES, _load_builtin
+
+    for name in BUILT_IN_MODULES:
+        _load_builtin(name)
+        assert name in _FACTORIES, name
