@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dmlconform.case import Case
 from dmlconform.cli.common import bundled_suites
 from dmlconform.runner import loading
 from dmlconform.suite import SuiteError
@@ -19,7 +22,13 @@ def always_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loading, "MIN_PARALLEL_BYTES", 0)
 
 
-def same_cases(left: list, right: list) -> bool:
+@cache
+def sequential_bundled() -> tuple[Case, ...]:
+    """The bundled suites parsed in this process, once for the tests that compare a parallel parse with them."""
+    return tuple(load_paths([bundled_suites()], parse=load_suites))
+
+
+def same_cases(left: Sequence, right: Sequence) -> bool:
     if [c.full_id for c in left] != [c.full_id for c in right]:
         return False
     for a, b in zip(left, right, strict=True):
@@ -34,7 +43,7 @@ def same_cases(left: list, right: list) -> bool:
 
 @pytest.mark.slow
 def test_parallel_parsing_gives_the_sequential_cases(always_parallel: None) -> None:
-    sequential = load_paths([bundled_suites()], parse=load_suites)
+    sequential = sequential_bundled()
     assert same_cases(load_paths([bundled_suites()], parse=loading.parallel_parser(2)), sequential)
     assert not same_cases(sequential[1:], sequential)  # the comparison can fail
 
@@ -62,8 +71,7 @@ def test_a_helper_that_dies_costs_only_time(always_parallel: None, monkeypatch: 
         self.process.kill()
 
     monkeypatch.setattr(loading._Helper, "__init__", start_and_kill)
-    assert same_cases(load_paths([bundled_suites()], parse=loading.parallel_parser(2)),
-                      load_paths([bundled_suites()], parse=load_suites))
+    assert same_cases(load_paths([bundled_suites()], parse=loading.parallel_parser(2)), sequential_bundled())
 
 
 @pytest.mark.slow
@@ -80,8 +88,7 @@ def test_a_helper_that_dies_with_files_in_hand_costs_only_time(always_parallel: 
         return handed
 
     monkeypatch.setattr(loading._Helper, "give", give_then_die)
-    assert same_cases(load_paths([bundled_suites()], parse=loading.parallel_parser(1)),
-                      load_paths([bundled_suites()], parse=load_suites))
+    assert same_cases(load_paths([bundled_suites()], parse=loading.parallel_parser(1)), sequential_bundled())
     assert len(given) >= 3
 
 
