@@ -16,6 +16,7 @@ which is what happened; the certification's verdict counts the waiver.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import replace
@@ -193,6 +194,17 @@ def _shard_json(shard: Shard | None) -> dict[str, int] | None:
 
 
 # -- reading ---------------------------------------------------------------------------------------------
+#: Status by value, and feature levels and rules by their text as written: each case of a document names a few of
+#: each, and parsing them again for every case was a fifth of reading a document.
+_STATUSES = {status.value: status for status in Status}
+_LEVELS: dict[str, FeatureLevel] = {}
+
+
+@functools.lru_cache(maxsize=256)
+def _rule(text: str) -> Tolerance:
+    return Tolerance.parse(text)
+
+
 class _Reader:
     """Typed access to one JSON object that names the file, the place and the field in every complaint."""
 
@@ -206,12 +218,12 @@ class _Reader:
         return ResultsError(self.file, message, self.where, self.prefix + key)
 
     def get(self, key: str, kind: type | tuple[type, ...], optional: bool = False, default: Any = None) -> Any:
-        if key not in self.data or self.data[key] is None:
+        value = self.data.get(key)  # absent or null alike
+        if value is None:
             if optional:
                 return default
             raise self.fail(key, "missing")
-        value = self.data[key]
-        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+        if not isinstance(value, kind) or (value.__class__ is bool and bool not in _as_tuple(kind)):
             names = "/".join(k.__name__ for k in _as_tuple(kind))
             raise self.fail(key, f"is {type(value).__name__} {json.dumps(value)[:40]}, expected {names}")
         return value
@@ -240,16 +252,21 @@ class _Reader:
         text = self.get(key, str, optional)
         if text is None:
             return None
-        try:
-            return Status(text)
-        except ValueError:
-            raise self.fail(key, f"unknown status {text!r}") from None
+        status = _STATUSES.get(text)
+        if status is None:
+            raise self.fail(key, f"unknown status {text!r}")
+        return status
 
     def level(self, key: str) -> FeatureLevel:
-        try:
-            return FeatureLevel.parse(self.get(key, str))
-        except ValueError as exc:
-            raise self.fail(key, str(exc)) from None
+        text = self.get(key, str)
+        level = _LEVELS.get(text)
+        if level is None:
+            try:
+                level = _LEVELS[text] = FeatureLevel.parse(text)
+            except ValueError as exc:
+                raise self.fail(key, str(exc)) from None
+        return level
+
 
     def child(self, key: str, optional: bool = False) -> _Reader | None:
         value = self.get(key, dict, optional)
@@ -365,7 +382,7 @@ def case_from_json(data: object, path: object, position: int, line: int | None =
     rule = case.child("tolerance", optional=True)
     if rule is not None:
         try:
-            tolerance = Tolerance.parse(rule.get("rule", str))
+            tolerance = _rule(rule.get("rule", str))
         except ValueError as exc:
             raise rule.fail("rule", str(exc)) from None
     worst = []
