@@ -54,8 +54,10 @@ def test_json_result_has_every_contract_field(tmp_path):
                 "feature_levels", "cases"):
         assert key in data
     assert set(data["backend"]) >= {"name", "version", "device", "feature_level"}
-    assert data["feature_levels"]["5_1"] == {"required": 6, "matched": 6, "conformant": True, "claimed": True,
-                                          "known_failures": 0, "waived": 0, "known_issues": 0}
+    level = data["feature_levels"]["5_1"]
+    assert level == {"required": 6, "matched": 6, "conformant": True, "claimed": True, "known_failures": 0,
+                     "waived": 0, "known_issues": 0, "operators": level["operators"], "untested": level["untested"]}
+    assert "ADAM_OPTIMIZER" in level["untested"] and not set(level["operators"]) & set(level["untested"])
     assert data["known_issues"] is None  # the reference loads no DirectML
     for case in data["cases"]:
         assert set(case) >= {"id", "op", "dtype", "rank", "required_feature_level", "status", "matched", "tolerance",
@@ -174,5 +176,5 @@ def test_a_bundled_suite_is_named_as_in_a_checkout_or_by_its_name_from_anywhere(
     typo = CliRunner().invoke(main, ["run", "max_pooling_grd"])
     assert typo.exit_code == 2
     assert typo.output.startswith("dmlconform: error: max_pooling_grd: no such file or folder, nor a bundled suite "
-                                  "(did you mean max_pooling_grad?); bundled: clip_grad1, max_pooling_grad, ")
+                                  "(did you mean max_pooling_grad?); bundled: average_pooling_grad, clip_grad, clip_grad1, ")
     assert typo.output.count("\n") == 1

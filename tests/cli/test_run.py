@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from dmlconform.cli import bundled_suites, main
+from dmlconform.feature_levels import TRAINING_OPERATORS
 from dmlconform.results.journal import read_journal
 from tests.cli.conftest import BROKEN, HARNESS, SEED, cases_without_timing, load, start, wait_for_lines
 
@@ -129,8 +130,10 @@ def test_a_baseline_turns_known_failures_into_expected_fail_and_a_new_failure_st
     assert "conformant at 3_0: no, only with 2 known failure(s)" in known.output
     document = load(tmp_path / "r.json")
     assert document["summary"] == {"EXPECTED_FAIL": 2, "PASS": 4}
-    assert document["feature_levels"]["6_4"] == {"required": 6, "matched": 4, "conformant": False, "claimed": True,
-                                                 "known_failures": 2, "waived": 0, "known_issues": 0}
+    level = document["feature_levels"]["6_4"]
+    assert level == {"required": 6, "matched": 4, "conformant": False, "claimed": True, "known_failures": 2,
+                     "waived": 0, "known_issues": 0, "operators": level["operators"],
+                     "untested": [name for name in TRAINING_OPERATORS if name not in level["operators"]]}
     assert document["expectations"][0]["kind"] == "baseline" and len(document["expectations"][0]["sha256"]) == 64
     baseline.write_text(f"{BROKEN[0]},FAIL\n")  # the other failure is now news
     new = invoke("run", str(broken_suite), "--baseline", str(baseline))

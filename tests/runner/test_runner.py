@@ -255,7 +255,8 @@ def test_the_numpy_backend_and_the_judge_share_one_reference_per_case(seed_cases
 
 def test_the_judge_computes_the_reference_only_where_the_rule_or_differing_bits_need_it(monkeypatch):
     """An exact rule, or a bound-rule output bit-identical to the answer, needs no reference (most of a case's
-    judging); MaxPoolingGrad's rule itself depends on the reference's routing. Off by one ULP, each case is judged
+    judging); MaxPoolingGrad's and AveragePoolingGrad's rules themselves depend on the reference (its routing, its
+    window counts and divisors). Off by one ULP, each case is judged
     with it and fails as ever."""
     smoke = load_paths([bundled_suites() / "smoke"])
     calls: list[str] = []
@@ -271,12 +272,12 @@ def test_the_judge_computes_the_reference_only_where_the_rule_or_differing_bits_
     for case in smoke:
         if not case.expect_invalid and case.expected is not None and case.tolerance is None and case.dtype.is_float:
             chosen.setdefault(case.op.name, case)
-    assert set(chosen) == {"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD", "MAX_POOLING_GRAD",
-                           "RESAMPLE_GRAD1"}
+    assert set(chosen) >= {"ACTIVATION_RELU_GRAD", "ELEMENT_WISE_CLIP_GRAD1", "SLICE_GRAD", "MAX_POOLING_GRAD",
+                           "RESAMPLE_GRAD1", "AVERAGE_POOLING_GRAD", "RESAMPLE_GRAD"}
     cases = list(chosen.values())
     passed = run_cases(cases, Scripted(lambda c: Outcome.ran({k: v.copy() for k, v in c.expected.items()})))
     assert {r.status for r in passed.results} == {Status.PASS}
-    assert calls == ["MAX_POOLING_GRAD"]
+    assert sorted(calls) == ["AVERAGE_POOLING_GRAD", "MAX_POOLING_GRAD"]
 
     def one_ulp_off(c: Case) -> Outcome:
         outputs = {k: v.copy() for k, v in c.expected.items()}
@@ -286,6 +287,7 @@ def test_the_judge_computes_the_reference_only_where_the_rule_or_differing_bits_
 
     calls.clear()
     failed = run_cases(cases, Scripted(one_ulp_off))
-    assert sorted(set(calls)) == ["MAX_POOLING_GRAD", "RESAMPLE_GRAD1"]  # the bound rule's cases
+    # the bound rule's cases
+    assert sorted(set(calls)) == ["AVERAGE_POOLING_GRAD", "MAX_POOLING_GRAD", "RESAMPLE_GRAD", "RESAMPLE_GRAD1"]
     by_op = {r.op: r.status for r in failed.results}
     assert by_op["ACTIVATION_RELU_GRAD"] is Status.FAIL and by_op["SLICE_GRAD"] is Status.FAIL
