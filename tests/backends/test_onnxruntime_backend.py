@@ -694,3 +694,73 @@ def test_the_directml_constructions_keep_every_tensor_within_eight_dimensions() 
         ranks = {value.name: len(value.type.tensor_type.shape.dim)
                  for value in [*inferred.value_info, *inferred.output, *inferred.input]}
         assert max(ranks.values()) <= 8, f"{case.full_id}: {max(ranks, key=ranks.get)} has {max(ranks.values())}"
+
+
+def same_shape_float32_arithmetic(model: Any) -> list[str]:
+    """The nodes the DirectML EP fails to compile under Wine (DirectML >= 1.13's DXIL-only shader, which vkd3d 1.6
+    cannot take: examples/ort_dml_host/same_shape_arithmetic.py): a float32 Add, Sub, Mul, Div, Max or Min whose
+    operands have one shape after ONNX broadcasting and a multiple of 4 elements (ONNX shape inference)."""
+    from onnx import TensorProto, shape_inference
+
+    inferred = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True).graph
+    typed = {value.name: (value.type.tensor_type.elem_type, [dim.dim_value for dim in value.type.tensor_type.shape.dim])
+             for value in [*inferred.value_info, *inferred.input, *inferred.output]}
+    typed.update({tensor.name: (tensor.data_type, list(tensor.dims)) for tensor in inferred.initializer})
+    found = []
+    for node in inferred.node:
+        if node.op_type not in ("Add", "Sub", "Mul", "Div", "Max", "Min"):
+            continue
+        operands = [typed[name] for name in node.input]
+        if any(elem_type != TensorProto.FLOAT for elem_type, _ in operands):
+            continue
+        rank = max(len(shape) for _, shape in operands)
+        aligned = [[1] * (rank - len(shape)) + shape for _, shape in operands]
+        assert all(0 not in shape for shape in aligned), f"{node.op_type} '{node.output[0]}': shapes not inferred"
+        if all(shape == aligned[0] for shape in aligned) and int(np.prod(aligned[0])) % 4 == 0:
+            found.append(f"{node.op_type} '{node.output[0]}' on {aligned[0]}")
+    return found
+
+
+def test_the_same_shape_check_finds_what_failed_on_the_directml_ep() -> None:
+    """The check above finds the node of each failing graph: Div([1, 16], [16]) and the Div of the conv-transpose
+    construction where N*C = 1 (the DirectML EP failed 48 AveragePoolingGrad cases with it); not a broadcast one."""
+    from onnx import TensorProto
+
+    def div(a: list[int], b: list[int]) -> Any:
+        graph = helper.make_graph([helper.make_node("Div", ["A", "B"], ["Y"])], "div",
+                                  [helper.make_tensor_value_info("A", TensorProto.FLOAT, a),
+                                   helper.make_tensor_value_info("B", TensorProto.FLOAT, b)],
+                                  [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+        return helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21)])
+
+    assert same_shape_float32_arithmetic(div([1, 16], [16])) == ["Div 'Y' on [1, 16]"]
+    assert same_shape_float32_arithmetic(div([2, 2], [2, 2])) == ["Div 'Y' on [2, 2]"]
+    for a, b in (([2, 16], [16]), ([1, 16, 1], [16, 2]), ([1, 6], [6]), ([8], [])):
+        assert same_shape_float32_arithmetic(div(a, b)) == [], (a, b)
+    case = make_case("AVERAGE_POOLING_GRAD", {"Strides": [1, 1], "WindowSize": [2, 2], "StartPadding": [0, 0],
+                                              "EndPadding": [0, 0], "IncludePadding": False},
+                     {"InputGradientTensor": np.ones((1, 1, 2, 2), np.float32)}, (1, 1, 3, 3))
+    found = same_shape_float32_arithmetic(graphs.build_graph(case.description, None, "", "conv-transpose").model)
+    assert [entry.split()[0] for entry in found] == ["Div"]
+
+
+def test_the_directml_constructions_avoid_float32_arithmetic_on_operands_of_one_shape() -> None:
+    """No graph built for the DirectML EP has a node the check above finds: every valid case of the standard tier's
+    AveragePoolingGrad suite (the 22 whose sessions failed with the first gather-sum graph among them: N*C = 1 and a
+    multiple of 4 windows; the check finds exactly those 22 in that graph) and the smoke tier's valid cases of every
+    operator. The default reading only: a reading changes a graph's tables, not the shapes of its nodes."""
+    from dmlconform.cli.common import bundled_suites
+    from dmlconform.suite.loader import load_paths, load_suite
+    from dmlconform.suite.tiers import Tier
+
+    suites = bundled_suites()
+    pooling, _ = load_suite(suites / "standard" / "average_pooling_grad.yaml", suites)
+    smoke = load_paths([suites], tier=Tier.SMOKE)
+    checked = 0
+    for case in [*pooling, *smoke]:
+        if case.expect_invalid:
+            continue
+        graph = graphs.build_graph(case.description, None, graphs.data_path(case.description, case.inputs), ep="dml")
+        assert same_shape_float32_arithmetic(graph.model) == [], case.full_id
+        checked += 1
+    assert checked > 800

@@ -93,7 +93,8 @@ CONSTRUCTIONS: dict[str, tuple[Construction, ...]] = {
                      "divisors by Conv(0/1 mask of what counts, ones) -> Where(dY / divisor) -> ConvTranspose(ones) -> "
                      "Slice (onnx_graphs/average_pooling_grad.py)"),
         Construction("gather-sum", _average_pooling_gather_sum,
-                     "dY / divisor table -> per element Gather(the windows covering it) -> ReduceSum (no Conv)")),
+                     "dY / divisor table (broadcast: no float32 Div of two operands of one shape) -> per element "
+                     "Gather(the windows covering it) -> ReduceSum (no Conv)")),
     "RESAMPLE_GRAD": (
         Construction("matmul", _resample, "ResampleGrad1's graph with v0's weights (onnx_graphs/resample_grad.py)"),
         Construction("matmul-only", _resample_matmul_only, "the same, no element-wise Mul where dY holds NaN or Inf")),

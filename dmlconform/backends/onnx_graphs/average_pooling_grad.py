@@ -20,15 +20,20 @@ FLOAT16 is computed in float32 (one Cast in, one rounding back). The divisor cou
 float32; the Div rounds once; ConvTranspose adds each quotient to the positions its window covers with a weight of
 exactly 1, so an infinity or NaN reaches only those (a window of padding only lands outside the crop).
 
-A second construction, `gather-sum`, for the DirectML EP: onnxruntime-directml 1.24.4 on lavapipe fails to create a
-session (DirectML's CompileGraph: E_INVALIDARG) where an element-wise node takes a constant tensor whose elements
-are all equal, which is what ONNX Runtime's constant folding makes of the Conv-counted divisors wherever every
-window has the same divisor (measured). Its tables come from the description, counted here: per window its divisor
-(the readings above; a table of one value goes in as a scalar), per element of a plane the windows that cover it
-(padded with a window that holds 0):
+A second construction, `gather-sum`, for the DirectML EP. The one above divides [N, C, *out] by [1, 1, *out]: where
+N*C = 1 both operands of that Div have one shape, and DirectML 1.13 and later (1.15.4 here) compiles a float32
+two-operand arithmetic node (Add, Sub, Mul, Div, Max, Min) whose operands share one shape of a multiple of 4
+elements with a shader that its DXBC container holds only as DXIL (shader model 6); vkd3d 1.6, Wine 8.0's Direct3D
+12, takes shader model 5.1 bytecode only ("Skipping DXIL shader model 6+ code chunk", then CreateComputePipelineState
+E_INVALIDARG), so the session fails (CompileGraph: E_INVALIDARG, DmlGraphFusionHelper.cpp(588)) on any Vulkan driver
+(measured on lavapipe: examples/ort_dml_host/same_shape_arithmetic.py; the same cases failed on an NVIDIA H200). A
+divisor that broadcasts along an axis of 2 takes another shader. Its tables come from the description, counted
+here: per window its divisor (the readings above), per element of a plane the windows that cover it (padded with a
+window that holds 0):
 
-    scaled = Concat(Where(divisor > 0, Reshape(dY, [N*C, windows]) / divisor, 0), 0)   # [N*C, windows + 1]
-    dX     = Reshape(ReduceSum(Gather(scaled, covering, axis=1), axis=2), dX's shape)
+    quotients = Div(Reshape(dY, [N*C, windows, 1]), divisor[windows, 2])       # each quotient twice: dY broadcasts
+    scaled    = Concat(Reshape(Where(divisor > 0, quotients, 0), [N*C, 2*windows]), 0)  # window w at 2w
+    dX        = Reshape(ReduceSum(Gather(scaled, 2*covering, axis=1), axis=2), dX's shape)
 """
 
 from __future__ import annotations
@@ -183,27 +188,30 @@ def build_gather_sum(desc: Description, variant: str | None = None) -> Graph:
     dy_shape = list(desc.tensors["InputGradientTensor"].shape)
     divisors = divisor_table(desc, variant or CLIPPED)
     windows = int(divisors.size)
+    table = divisors.reshape(-1)
     b = GraphBuilder("average_pooling_grad")
     dy = b.input("InputGradientTensor", dtype, dy_shape)
     work = dy if dtype is DataType.FLOAT32 else b.cast(dy, DataType.FLOAT32)
-    rows = b.op("Reshape", [work, b.ints([-1, windows])], "rows")
-    table = divisors.reshape(-1).astype(np.float32)
-    # A table of one value is a scalar: the DirectML EP (onnxruntime-directml 1.24.4 on lavapipe) fails to create a
-    # session where an element-wise node takes a constant tensor whose elements are all equal (measured).
-    uniform = bool(np.all(table == table[0]))
-    divisor = b.const(np.float32(max(table[0], 1)) if uniform else np.maximum(table, 1), hint="divisors")
-    scaled = b.op("Div", [rows, divisor], "quotient")
+    # dY as a column against a divisor table of two equal columns: the Div broadcasts dY, so its operands never
+    # share one shape (see the module docstring: such a float32 Div fails the DirectML EP under Wine).
+    column = b.op("Reshape", [work, b.ints([-1, windows, 1])], "column")
+    pairs = np.repeat(np.maximum(table, 1).astype(np.float32)[:, None], 2, axis=1)
+    scaled = b.op("Div", [column, b.const(pairs, hint="divisors")], "quotients")
     if not np.all(table > 0):
-        scaled = b.op("Where", [b.const(table > 0, hint="counted"), scaled, b.const(np.float32(0), hint="zero")],
-                      "scaled")
+        scaled = b.op("Where", [b.const((table > 0)[:, None], hint="counted"), scaled,
+                                b.const(np.float32(0), hint="zero")], "scaled")
+    rows = b.op("Reshape", [scaled, b.ints([-1, 2 * windows])], "rows")
     none = b.op("ConstantOfShape", [b.op("Concat", [b.op("Slice", [b.op("Shape", [rows], "shape"), b.ints([0]),
                                                                      b.ints([1])], "planes"), b.ints([1])], "one",
                                          axis=0)], "none", value=tensor_value(np.zeros(1, np.float32)))
-    padded = b.op("Concat", [scaled, none], "padded", axis=1)
-    gathered = b.op("Gather", [padded, b.const(covering_windows(desc, divisors), hint="covering")], "terms", axis=1)
+    padded = b.op("Concat", [rows, none], "padded", axis=1)
+    # Window w's quotient sits at 2w; the padding window number `windows` lands on the zero column, 2*windows.
+    covering = 2 * covering_windows(desc, divisors)
+    gathered = b.op("Gather", [padded, b.const(covering, hint="covering")], "terms", axis=1)
     summed = b.op("ReduceSum", [gathered, b.ints([2])], "summed", keepdims=0)
     dx = b.op("Reshape", [summed, b.ints(dx_shape)], "dx")
     if dtype is not DataType.FLOAT32:
         dx = b.cast(dx, dtype)
     cast = "" if dtype is DataType.FLOAT32 else ", in float32 with one rounding back"
-    return b.finish(dx, dtype, dx_shape, f"dY / divisor table -> Gather(covering windows) -> ReduceSum{cast}")
+    return b.finish(dx, dtype, dx_shape, f"dY / divisor table (broadcast) -> Gather(covering windows) -> "
+                    f"ReduceSum{cast}")
