@@ -35,11 +35,11 @@ class DataType(Enum):
 
     @property
     def numpy(self) -> np.dtype:
-        return np.dtype(_NUMPY[self])
+        return _NUMPY_DTYPES[self]
 
     @property
     def is_float(self) -> bool:
-        return self in (DataType.FLOAT16, DataType.FLOAT32, DataType.FLOAT64)
+        return self in _FLOATS
 
     @property
     def is_signed(self) -> bool:
@@ -63,8 +63,8 @@ class DataType(Enum):
 
     @classmethod
     def from_numpy(cls, dtype: np.dtype) -> DataType:
-        for member, name in _NUMPY.items():
-            if np.dtype(name) == dtype:
+        for member, numpy_dtype in _NUMPY_DTYPES.items():
+            if numpy_dtype == dtype:
                 return member
         raise ValueError(f"NumPy type {dtype} has no DML data type")
 
@@ -82,3 +82,6 @@ _NUMPY = {
     DataType.UINT16: "uint16",
     DataType.UINT8: "uint8",
 }
+#: Made once: the generator and the loader ask a data type for its NumPy type millions of times.
+_NUMPY_DTYPES = {member: np.dtype(name) for member, name in _NUMPY.items()}
+_FLOATS = (DataType.FLOAT16, DataType.FLOAT32, DataType.FLOAT64)

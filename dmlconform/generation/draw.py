@@ -15,19 +15,35 @@ import numpy as np
 T = TypeVar("T")
 
 
+#: Words a Draw takes from its stream at a time for `below`: one NumPy call per word was most of a draw's cost.
+AHEAD = 64
+
+
 class Draw:
     def __init__(self, seed: int, *key: int) -> None:
         self._bits = np.random.PCG64([seed, *key])
+        # Words taken from the stream ahead of use, and the next unused one: every word is still used in stream
+        # order, whether `below` or `raw` asks for it, so the draws are those of taking words one at a time.
+        self._ahead: list[int] = []
+        self._next = 0
 
     def raw(self, count: int) -> np.ndarray:
         """`count` uniformly distributed 64-bit words."""
-        return self._bits.random_raw(count)
+        taken = self._ahead[self._next:self._next + count]
+        if not taken:
+            return self._bits.random_raw(count)
+        self._next += len(taken)
+        return np.concatenate([np.array(taken, dtype=np.uint64), self._bits.random_raw(count - len(taken))])
 
     def below(self, bound: int) -> int:
         """An integer in [0, bound): the modulo bias is below 2^-40 for every bound used here."""
         if bound < 1:
             raise ValueError(f"below({bound})")
-        return int(self._bits.random_raw()) % bound
+        if self._next == len(self._ahead):
+            self._ahead, self._next = self._bits.random_raw(AHEAD).tolist(), 0
+        word = self._ahead[self._next]
+        self._next += 1
+        return word % bound
 
     def between(self, low: int, high: int) -> int:
         """An integer in [low, high], both included."""

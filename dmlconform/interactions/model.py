@@ -135,18 +135,34 @@ class OperatorModel(ABC):
     def _possible(self) -> dict[tuple[str, ...], frozenset[tuple[str, ...]]]:
         return {}
 
-    def interactions(self, order: int) -> list[Interaction]:
+    @cached_property
+    def _picks(self) -> dict[tuple[str, ...], operator.itemgetter]:
+        """Each interaction's features as an itemgetter over a site (built once, not per candidate)."""
+        return {}
+
+    def interactions(self, order: int) -> tuple[Interaction, ...]:
         """Every single feature (order 1), every pair (2), or the declared higher ones (3: three and more)."""
-        names = [feature.name for feature in self.all_features]
         if order >= 3:
-            return list(self.higher)
-        return [Interaction(combo) for combo in itertools.combinations(names, order)]
+            return tuple(self.higher)
+        found = self._interactions.get(order)
+        if found is None:  # asked for every candidate the generator measures
+            names = [feature.name for feature in self.all_features]
+            found = self._interactions[order] = tuple(Interaction(combo)
+                                                      for combo in itertools.combinations(names, order))
+        return found
+
+    @cached_property
+    def _interactions(self) -> dict[int, tuple[Interaction, ...]]:
+        return {}
 
     def counts_for_refusable(self, interaction: Interaction) -> bool:
         return any(name in self.refusable for name in interaction.features)
 
     def project(self, sites: Iterable[Site], interaction: Interaction) -> set[tuple[str, ...]]:
-        pick = operator.itemgetter(*(self.positions[name] for name in interaction.features))
+        pick = self._picks.get(interaction.features)
+        if pick is None:
+            pick = self._picks[interaction.features] = operator.itemgetter(
+                *(self.positions[name] for name in interaction.features))
         if interaction.order == 1:
             return {(pick(site),) for site in sites}
         return set(map(pick, sites))

@@ -10,6 +10,7 @@ are whole cases, so what a case covers is measured, not assumed.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 
 from dmlconform.interactions.model import OperatorModel, Site
@@ -28,7 +29,7 @@ def combinations(model: OperatorModel, sites: Iterable[Site], orders: Sequence[i
         for position, interaction in enumerate(model.interactions(order)):
             if refusable and not model.counts_for_refusable(interaction):
                 continue
-            found.update((position, order, values) for values in model.project(sites, interaction))
+            found.update(zip(itertools.repeat(position), itertools.repeat(order), model.project(sites, interaction)))
     return found
 
 

@@ -12,6 +12,7 @@ a goal left unmet is an error naming the combinations missing, never a smaller t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -145,11 +146,16 @@ def _label(spec: CaseSpec) -> str:
     return f"{spec.output.dtype.name.lower()}-r{len(spec.output.shape)}"
 
 
+#: NumPy's type limits, once per type: class_values is asked for hundreds of thousands of values.
+_finfo = functools.cache(np.finfo)
+_iinfo = functools.cache(np.iinfo)
+
+
 def class_values(dtype: DataType, value_class: str, count: int, draw: Draw) -> np.ndarray:
     """`count` values of a class of dmlconform/interactions/value_classes.py (distinct where the class has room)."""
     np_type = dtype.numpy
     if dtype.is_float:
-        info = np.finfo(np_type)
+        info = _finfo(np_type)
         sign = -1.0 if value_class.startswith("-") else 1.0
         kind = value_class.lstrip("+-")
         if kind == "nan":
@@ -165,7 +171,7 @@ def class_values(dtype: DataType, value_class: str, count: int, draw: Draw) -> n
             return (sign * steps * float(info.smallest_subnormal)).astype(np_type)
         eighths = np.array([draw.between(4, 64) for _ in range(count)], dtype=np.float64)
         return (sign * eighths / 8).astype(np_type)
-    info = np.iinfo(np_type)
+    info = _iinfo(np_type)
     if value_class == "min":
         return np.full(count, info.min, dtype=np_type)
     if value_class == "max":
