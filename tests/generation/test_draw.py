@@ -2,7 +2,7 @@ import hashlib
 
 import numpy as np
 
-from dmlconform.generation.draw import Draw, shape_for
+from dmlconform.generation.draw import AHEAD, Draw, shape_for
 
 
 def test_a_draw_depends_only_on_its_seed_and_key():
@@ -17,6 +17,22 @@ def test_streams_are_pinned():
     assert hashlib.sha256(words.tobytes()).hexdigest()[:16] == \
         hashlib.sha256(np.random.PCG64([1100, 2, 1, 0]).random_raw(8).tobytes()).hexdigest()[:16]
     assert Draw(0).raw(1)[0] == np.random.PCG64([0]).random_raw(1)[0]
+
+
+def test_words_taken_ahead_are_used_in_stream_order():
+    """below() takes its words from the stream AHEAD at a time: any mix of below() and raw() gives what taking each
+    word as it is needed gives (the generated suites depend on it byte for byte)."""
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        draw, stream = Draw(trial, 3), np.random.PCG64([trial, 3])
+        for _ in range(int(rng.integers(0, 3 * AHEAD))):
+            if rng.random() < 0.1:
+                count = int(rng.choice([0, 1, 2, AHEAD - 1, AHEAD, AHEAD + 1, 3 * AHEAD]))
+                words = draw.raw(count)
+                assert words.dtype == np.uint64 and words.tolist() == stream.random_raw(count).tolist()
+            else:
+                bound = int(rng.choice([1, 3, 1000, 2**40]))
+                assert draw.below(bound) == int(stream.random_raw()) % bound
 
 
 def test_choices_stay_in_range_and_shuffles_are_permutations():
