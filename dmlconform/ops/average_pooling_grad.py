@@ -24,8 +24,10 @@ with no position in the input (OC-AP2) reaches no element of dX, whatever its di
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
@@ -174,6 +176,125 @@ def divided(dy: np.ndarray, divisor: np.ndarray) -> np.ndarray:
         return np.where(divisor > 0, dy.astype(np.float64) / np.maximum(divisor, 1), 0.0)
 
 
+#: Largest common multiple L of an element's divisors for which each `dy·(L/d)` and `L·midpoint` is a float64 exactly
+#: (at most 24 bits of a float32 significand or 25 of a float32 midpoint, times at most 28 bits: 53).
+EXACT_SCALE = 2**28
+
+
+def rounded_once(dy: np.ndarray, axes: list[AxisWindows], divisor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Σ dY[o] / d(o) over the windows covering each element, rounded once to dY's type (the contract's golden),
+    and the sums in float64 (v, within a few float64 ULPs of the exact sum, on the golden's side of its midpoint).
+
+    The float64 sum of float64 quotients is within γ·M of the exact sum, but a quotient such as dy / 6 is no
+    float64, and an exact sum that lies on a rounding midpoint of the data type (common: sums of float16 or float32
+    values divided by small integers land on one at one or two elements in a hundred) would round to whichever side
+    the float64 errors happen to fall on. Every element whose sum lies that close to where rounding changes is
+    settled in exact arithmetic (`settle_near_midpoints`)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        quotients = divided(dy, divisor)
+        value = scatter(quotients, axes)
+        out = value.astype(dy.dtype)
+        magnitude = scatter(np.abs(quotients), axes)
+        terms = math.prod(int(np.max(axis.coverage, initial=0)) for axis in axes)
+        # Each quotient rounds once and each of at most `terms` - 1 additions once: twice that margin is safe.
+        margin = 2 * (terms + 1) * np.finfo(np.float64).eps * magnitude
+        finite = np.isfinite(value) & np.isfinite(magnitude)
+        below = (value - margin).astype(dy.dtype)
+        above = (value + margin).astype(dy.dtype)
+    # Compared as bits: a float64 sum a hair below an exact 0 would otherwise keep the sign it should not have.
+    bits = f"u{dy.dtype.itemsize}"
+    near = np.flatnonzero(finite & (below.view(bits) != above.view(bits)))
+    if near.size:
+        settle_near_midpoints(dy, axes, divisor, near, below.reshape(-1)[near], above.reshape(-1)[near], value, out)
+    return value, out
+
+
+def covering_windows(axes: list[AxisWindows], spatial: tuple[np.ndarray, ...]) -> tuple[list[np.ndarray], np.ndarray]:
+    """For elements at spatial positions `spatial` (one array per axis, F elements), every window that may cover
+    them: per axis an index array of shape (F, T), clipped into the gradient, and whether it covers the element."""
+    grids, masks = [], []
+    for a, (axis, p) in enumerate(zip(axes, spatial, strict=True)):
+        # first[o] <= p < first[o] + window, first[o] = o·stride − start: o in [lo, hi).
+        lo = np.maximum(0, -((axis.window - 1 - p - axis.start) // axis.stride))
+        hi = np.minimum(axis.out, (p + axis.start) // axis.stride + 1)
+        o = lo[:, None] + np.arange(-(-axis.window // axis.stride))[None, :]
+        shape = [len(p)] + [1] * len(axes)
+        shape[a + 1] = o.shape[1]
+        grids.append(np.minimum(o, max(axis.out - 1, 0)).reshape(shape))
+        masks.append((o < hi[:, None]).reshape(shape))
+    full = np.broadcast_shapes(*(g.shape for g in grids))
+    count = len(spatial[0])
+    index = [np.broadcast_to(g, full).reshape(count, -1) for g in grids]
+    mask = np.logical_and.reduce([np.broadcast_to(m, full) for m in masks]).reshape(count, -1)
+    return index, mask
+
+
+def settle_near_midpoints(dy: np.ndarray, axes: list[AxisWindows], divisor: np.ndarray, near: np.ndarray,
+                          low: np.ndarray, high: np.ndarray, value: np.ndarray, out: np.ndarray) -> None:
+    """Round the elements `near` (flat indices) once from their exact sums, in place in `out` and `value`.
+
+    Their float64 sums lie within the margin of the midpoint between `low` and `high`, two neighbouring values of
+    the type, so the side of that midpoint m the exact sum lies on decides: with L a common multiple of the element's
+    divisors, `Σ dy·(L/d) − L·m` is a sum of float64 values each exact, whose sign math.fsum (a correctly rounded
+    sum) gives exactly; 0 is a tie, to the even one. Elements this cannot settle (an L too large, neighbours that are
+    not adjacent after heavy cancellation, a zero whose sign the exact sum decides) are summed as fractions."""
+    dtype = dy.dtype
+    element = np.unravel_index(near, value.shape)
+    index, covers = covering_windows(axes, element[2:])
+    divisors = divisor[tuple(index)]
+    covers &= divisors > 0
+    gradients = np.where(covers, dy[(element[0][:, None], element[1][:, None], *index)].astype(np.float64), 0.0)
+    divisors = np.where(covers, np.minimum(divisors, EXACT_SCALE), 1)
+    scale = np.ones(len(near), dtype=np.int64)
+    for column in divisors.T:  # capped, so that no product overflows: a capped L only sends its element below
+        scale = np.minimum(np.lcm(scale, column), EXACT_SCALE)
+    with np.errstate(invalid="ignore"):
+        adjacent = np.nextafter(low, dtype.type(np.inf)) == high
+    fast = adjacent & (scale < EXACT_SCALE) & (low != 0) & (high != 0)
+
+    largest = np.finfo(dtype).max
+    threshold = float(largest) + (float(largest) - float(np.nextafter(largest, dtype.type(0)))) / 2
+    low64, high64 = low[fast].astype(np.float64), high[fast].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        midpoint = np.where(np.isposinf(high64), threshold, np.where(np.isneginf(low64), -threshold,
+                                                                     (low64 + high64) / 2))
+    factors = (scale[fast, None] // divisors[fast]).astype(np.float64)
+    rows = np.concatenate([gradients[fast] * factors, -(scale[fast] * midpoint)[:, None]], axis=1)
+    side = np.sign([math.fsum(row) for row in rows.tolist()])
+    even_low = (low[fast].view(f"u{dtype.itemsize}") & 1) == 0
+    chosen = np.where(side > 0, high[fast], np.where(side < 0, low[fast], np.where(even_low, low[fast], high[fast])))
+    settled = near[fast]
+    np.put(out, settled, chosen)
+    current = value.reshape(-1)[settled]
+    agrees = (current - midpoint) * side > 0
+    nudged = np.nextafter(midpoint, np.where(side > 0, np.inf, -np.inf))
+    np.put(value, settled, np.where(side == 0, midpoint, np.where(agrees, current, nudged)))
+
+    exact_divisors = divisor[tuple(index)]  # uncapped
+    for k in np.flatnonzero(~fast):
+        exact = sum((Fraction(g) / int(d) for g, d in zip(gradients[k][covers[k]].tolist(),
+                                                           exact_divisors[k][covers[k]].tolist(), strict=True)),
+                    Fraction(0))
+        np.put(value, near[k], float(exact))  # the nearest float64 (Fraction's conversion is correctly rounded)
+        np.put(out, near[k], round_exact(exact, dtype))
+
+
+def round_exact(exact: Fraction, dtype: np.dtype) -> np.floating:
+    """`exact` rounded to nearest in `dtype` (a float type of at most 53 bits), ties to the even significand, past
+    the largest finite value + ½ ULP to an infinity (IEEE 754 §4.3.1, §7.4)."""
+    kind = dtype.type
+    largest = kind(np.finfo(dtype).max)
+    top_ulp = Fraction(float(largest)) - Fraction(float(np.nextafter(largest, kind(0))))
+    if abs(exact) >= Fraction(float(largest)) + top_ulp / 2:
+        return kind(np.inf if exact > 0 else -np.inf)
+    # Through float64 the value is its nearest or a neighbour of it (a second rounding moves it one ULP at most).
+    with np.errstate(over="ignore"):  # float64 may round a value just below the threshold onto it
+        through = kind(float(exact))
+    candidates = [c for c in (np.nextafter(through, kind(-np.inf)), through, np.nextafter(through, kind(np.inf)))
+                  if np.isfinite(c)]
+    return min(candidates, key=lambda c: (abs(Fraction(float(c)) - exact), int(c.view(f"u{c.itemsize}")) & 1))
+
+
 class WindowAverages(LazyAccumulation):
     """AveragePoolingGrad's accumulation data: every window covering an element brings one term `dy / d`."""
 
@@ -235,9 +356,7 @@ class AveragePoolingGrad(Operator):
         dy = inputs["InputGradientTensor"]
         axes = axes_of(desc)
         divisor = divisors(axes, bool(desc.params["IncludePadding"]), self.reading(variant))
-        with np.errstate(invalid="ignore", over="ignore"):
-            value = scatter(divided(dy, divisor), axes)
-            out = value.astype(dy.dtype)
+        value, out = rounded_once(dy, axes, divisor)
         shape = desc.output.shape
         return Reference({"OutputGradientTensor": out},
                          {"OutputGradientTensor": WindowAverages(shape, dy, axes, divisor, value, desc.output.dtype)})

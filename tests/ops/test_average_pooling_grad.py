@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from dmlconform.compare.comparator import judge
 from dmlconform.compare.tolerance import RuleKind
 from dmlconform.dtypes import DataType
 from dmlconform.ops import find_operator
-from dmlconform.ops.average_pooling_grad import DIVISION_ROUNDINGS, pooled_size
+from dmlconform.ops.average_pooling_grad import DIVISION_ROUNDINGS, pooled_size, round_exact
 from dmlconform.ops.base import DescriptionError
 
 OP = find_operator("AVERAGE_POOLING_GRAD")
@@ -101,6 +102,61 @@ def test_every_reading_matches_a_brute_force_loop(describe, reading, dims):
         terms = ref.accumulation["OutputGradientTensor"]
         assert np.allclose(terms.value, expected, rtol=1e-13, atol=1e-13)
         assert np.array_equal(ref.outputs["OutputGradientTensor"], terms.value.astype(np.float32))
+
+
+def neighbours(exact: Fraction, dtype) -> tuple:
+    """The values of `dtype` either side of `exact` (low <= exact < high), found by a walk over the type's values."""
+    low = dtype(float(exact))
+    while Fraction(float(low)) > exact:
+        low = np.nextafter(low, dtype(-np.inf))
+    while Fraction(float(np.nextafter(low, dtype(np.inf)))) <= exact:
+        low = np.nextafter(low, dtype(np.inf))
+    return low, np.nextafter(low, dtype(np.inf))
+
+
+def nearest_even(exact: Fraction, dtype) -> float:
+    low, high = neighbours(exact, dtype)
+    below, above = exact - Fraction(float(low)), Fraction(float(high)) - exact
+    if below != above:
+        return float(low if below < above else high)
+    return float(low if int(low.view(f"u{low.itemsize}")) % 2 == 0 else high)
+
+
+@pytest.mark.parametrize(("dtype", "gradients", "divisor"), [
+    # The standard tier's grid-2d-overlap-pad-none-exclude-dy+0-float32, element (1, 4): four windows of 6 meet.
+    (np.float32, ["0x1.dba772p-1", "-0x1.afe59ep+0", "-0x1.b2e6a6p+0", "0x1.5dee54p-3"], 6),
+    # An fp16 tie found by a search over random gradients (one the float64 sums round the odd way, in either order).
+    (np.float16, ["-0x1.7acp+0", "-0x1.cc4p-1", "-0x1.6d4p-3", "0x1.bf4p+0"], 6),
+])
+def test_a_sum_on_a_rounding_midpoint_rounds_once_to_even(describe, dtype, gradients, divisor):
+    """Σ dy/d is the golden rounded once from the exact sum: where that sum lies exactly halfway between two values of
+    the type (often, for quotients by small integers), ties go to the even one. A float64 sum of float64 quotients
+    (dy/6 is no float64) lands a hair off the midpoint and rounds either way (here, left to right: the odd one)."""
+    values = [float.fromhex(v) for v in gradients]
+    dy = np.array(values, dtype).reshape(1, 1, 2, 2)
+    # Windows of 2x3, strides (1, 2), over 3x5: the four windows meet at element (1, 2), each dividing by 6.
+    ref, _ = run(describe, dy, (1, 1, 3, 5), geometry([2, 3], [1, 2]))
+    exact = sum(Fraction(v) for v in values) / divisor
+    low, high = neighbours(exact, dtype)
+    assert exact == (Fraction(float(low)) + Fraction(float(high))) / 2, "not a tie: the case proves nothing"
+    assert float(ref.outputs["OutputGradientTensor"][0, 0, 1, 2]) == nearest_even(exact, dtype)
+    assert float(dtype(sum(np.float64(v) / divisor for v in values))) != nearest_even(exact, dtype)
+
+
+@pytest.mark.parametrize(("dtype", "exact", "expected"), [
+    (np.float16, Fraction(65520), np.inf),  # the largest value + ½ ULP rounds to infinity
+    (np.float16, Fraction(65520) - Fraction(1, 2**40), 65504.0),
+    (np.float16, -Fraction(65520), -np.inf),
+    (np.float32, Fraction(2**128 - 2**103), np.inf),
+    (np.float32, Fraction(2**128 - 2**103 - 1), float(np.finfo(np.float32).max)),
+    (np.float16, Fraction(3, 2**26), 2.0**-24),  # ¾ of the smallest subnormal: nearest
+    (np.float16, Fraction(1, 2**25), 0.0),  # ½ of it: a tie, to the even 0
+    (np.float16, Fraction(3, 2**25), 2 * 2.0**-24),  # 1½ of it: a tie, to the even 2
+    (np.float32, Fraction(1, 3), float(np.float32(1 / 3))),
+])
+def test_round_exact_rounds_to_nearest_even_and_overflows_past_half_an_ulp(dtype, exact, expected):
+    got = round_exact(exact, np.dtype(dtype))
+    assert got.dtype == np.dtype(dtype) and float(got) == expected
 
 
 # -- rules ---------------------------------------------------------------------------------------------------
