@@ -2,9 +2,10 @@
 and as a DxDispatch model (microsoft/DirectML, DxDispatch/doc/Guide.md) for a repro bundle.
 
 Field order follows the DirectML structs: the tensor descs, then MinMaxDataType and the scalars (ClipGrad1),
-else the enums, DimensionCount and the arrays. DxDispatch reads each field by its struct name, enums by
-their full or abbreviated name, and a DML_SCALAR_UNION as a number or as an object naming its member
-(`{"UInt16": bits}`), which is how FLOAT16 and non-finite bounds are written here, bit-exact.
+else the enums, DimensionCount, the arrays and the single FLOATs and BOOLs (ClipGrad v0's Min and Max,
+AveragePoolingGrad's IncludePadding, last in its struct). DxDispatch reads each field by its struct name, enums by
+their full or abbreviated name, a BOOL as JSON true or false only, and a DML_SCALAR_UNION as a number or as an object
+naming its member (`{"UInt16": bits}`), which is how FLOAT16 and non-finite bounds are written here, bit-exact.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 src/model/JsonParsers.cpp, JsonParsersGenerated.cpp and NpyReaderWriter.cpp), written down as a checker.
 
 DxDispatch cannot run here (Windows, D3D12); this checks a model against everything its parser demands of the
-five gradient operators: the document's three members, each buffer's initializer, each .npy file's type and
+gradient operators dmlconform knows: the document's three members, each buffer's initializer, each .npy file's type and
 size, every DML_*_OPERATOR_DESC field by its struct name and type, the bind points of each operator, and the
 commands it knows (dispatch, print, writeFile).
 """
@@ -28,6 +28,8 @@ SCALAR_MEMBERS = {"FLOAT16": "UInt16", "FLOAT32": "Float32", "FLOAT64": "Float64
 TENSOR, UINT, UINTS, INTS, FLOATS, DTYPE, SCALAR = "tensor", "uint", "uints", "ints", "floats", "dtype", "scalar"
 #: One FLOAT field, read by ParseFloat32Field as an array's elements are (ParseFloatingPointNumber).
 FLOAT = "float"
+#: A BOOL field, read by ParseBoolField: a JSON true or false, nothing else (ParseBool throws "Expected a bool.").
+BOOL = "bool"
 ENUMS = {"InterpolationMode": ("NEAREST_NEIGHBOR", "LINEAR"), "RoundingDirection": ("INCREASING", "DECREASING")}
 ENUM_PREFIX = {"InterpolationMode": "DML_INTERPOLATION_MODE_", "RoundingDirection": "DML_AXIS_DIRECTION_"}
 #: Every field of each desc, in struct order, as ParseDml*OperatorDesc reads them; and the bind points.
@@ -47,6 +49,12 @@ STRUCTS: dict[str, list[tuple[str, str]]] = {
     "RESAMPLE_GRAD1": [("InputGradientTensor", TENSOR), ("OutputGradientTensor", TENSOR),
                        ("InterpolationMode", "enum"), ("RoundingDirection", "enum"), ("DimensionCount", UINT),
                        ("Scales", FLOATS), ("InputPixelOffsets", FLOATS), ("OutputPixelOffsets", FLOATS)],
+    "RESAMPLE_GRAD": [("InputGradientTensor", TENSOR), ("OutputGradientTensor", TENSOR),
+                      ("InterpolationMode", "enum"), ("DimensionCount", UINT), ("Scales", FLOATS),
+                      ("InputPixelOffsets", FLOATS), ("OutputPixelOffsets", FLOATS)],
+    "AVERAGE_POOLING_GRAD": [("InputGradientTensor", TENSOR), ("OutputGradientTensor", TENSOR),
+                             ("DimensionCount", UINT), ("Strides", UINTS), ("WindowSize", UINTS),
+                             ("StartPadding", UINTS), ("EndPadding", UINTS), ("IncludePadding", BOOL)],
 }
 
 
@@ -138,6 +146,8 @@ def _field(op: str, name: str, kind: str, value: object, desc: dict[str, Any], p
     elif kind == "enum" and value not in ENUMS[name] and (not isinstance(value, str) or value.removeprefix(
             ENUM_PREFIX[name]) not in ENUMS[name]):
         problems.append(f"{where}: {value!r} is not a value of its enum")
+    elif kind == BOOL and not isinstance(value, bool):
+        problems.append(f"{where}: {value!r} is not a BOOL (true or false)")
     elif kind == DTYPE and _data_type(value) is None:
         problems.append(f"{where}: {value!r} is not a DML_TENSOR_DATA_TYPE")
     elif kind == SCALAR:

@@ -154,3 +154,27 @@ def test_a_bundle_keeps_single_float_fields_bit_exact(bundled: list[Case], tmp_p
     assert desc["Min"] == ("nan" if np.isnan(low) else "-inf" if low == -np.inf else low)
     bits = int(np.array(low, np.float32).view(np.uint32))
     assert f"    Min = {np.float32(low)!s} (0x{bits:08x});" in describe(case)
+
+
+@pytest.mark.parametrize("include", [False, True])
+def test_a_bundle_writes_include_padding_as_a_dml_bool(bundled: list[Case], tmp_path: Path, include: bool) -> None:
+    """AveragePoolingGrad's IncludePadding is a DML BOOL: the model writes it last, after the UINT arrays, as JSON
+    true or false (DxDispatch's ParseBoolField takes nothing else: a 0 or 1 is refused), and show's desc as TRUE or
+    FALSE."""
+    from dmlconform.triage.dml import describe
+
+    case = next(c for c in bundled if c.op.name == "AVERAGE_POOLING_GRAD" and not c.expect_invalid
+                and bool(c.description.params["IncludePadding"]) is include)
+    check = write_bundle(tmp_path, case, None, inspect_case(case, None), [], None, None, "none", HIGHEST)
+    assert check.ok, check
+    assert check_model(tmp_path / MODEL) == []
+    model = json.loads((tmp_path / MODEL).read_text())
+    desc = model["dispatchables"]["operator"]["desc"]
+    assert list(desc) == ["InputGradientTensor", "OutputGradientTensor", "DimensionCount", "Strides", "WindowSize",
+                          "StartPadding", "EndPadding", "IncludePadding"]
+    assert desc["IncludePadding"] is include and desc["DimensionCount"] == len(desc["Strides"])
+    assert f"    IncludePadding = {'TRUE' if include else 'FALSE'};" in describe(case)
+    desc["IncludePadding"] = int(include)
+    (tmp_path / "integer.json").write_text(json.dumps(model))
+    assert check_model(tmp_path / "integer.json") == [f"AVERAGE_POOLING_GRAD.IncludePadding: {int(include)} is not a "
+                                                       "BOOL (true or false)"]
