@@ -2,11 +2,13 @@
 
 from collections import Counter
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dmlconform.case import Case
 from dmlconform.generation.build import build_tier, load_descriptions
 from dmlconform.generation.description import Family
 from dmlconform.generation.families import KINDS
@@ -97,11 +99,13 @@ def test_every_kind_is_used_by_a_bundled_description():
     assert used == set(KINDS)
 
 
-def _bundled(tier: Tier = Tier.STANDARD):
+@cache
+def _bundled(tier: Tier = Tier.STANDARD) -> tuple[Case, ...]:
+    """The bundled tier, loaded once for the tests that read its generated cases (none changes them)."""
     from dmlconform.cli import bundled_suites
     from dmlconform.suite.loader import load_paths
 
-    return load_paths([bundled_suites()], tier)
+    return tuple(load_paths([bundled_suites()], tier))
 
 
 @pytest.mark.slow
