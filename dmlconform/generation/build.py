@@ -41,7 +41,11 @@ def freeze_plan(family: Family, plan: Plan, npz: str) -> FrozenCase:
     """The first draw of the plan that passes every check."""
     last: Rejected | None = None
     for attempt in range(ATTEMPTS):
-        spec = plan.make(Draw(family.seed, *plan.key, attempt))
+        try:
+            spec = plan.make(Draw(family.seed, *plan.key, attempt))
+        except Rejected as exc:  # a family that sees its own draw cannot tell right from wrong draws again
+            last = exc
+            continue
         if spec.id != plan.id:
             raise GenerationError(f"{family.file}: family '{family.name}': built {spec.id} for plan {plan.id}")
         try:

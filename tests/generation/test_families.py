@@ -130,6 +130,26 @@ def test_fp32_denormals_come_in_x_only_in_dy_only_and_in_both_each_with_its_cand
         assert len({key for key in seen if key[0] == op}) == 3, (op, seen)
 
 
+def test_a_denormal_draw_whose_candidates_would_not_differ_where_it_is_for_is_drawn_again():
+    """ClipGrad (v0)'s first smoke draw of `both` held its one denormal gradient beside X's denormal, which flushing
+    moves onto the bound at 0: input-flushed, flushed and gradient-flushed gave one answer. Such draws are rejected."""
+    from dmlconform.generation.families.elementwise import _check_telling
+    from dmlconform.generation.freeze import Rejected
+
+    op, params = find_operator("ELEMENT_WISE_CLIP_GRAD"), {"Min": 0.0, "Max": 3.0}
+    tiny, dy = np.float32(1e-40), np.array([1e-40, 0.5, 2.0, 9.0], dtype=np.float32)
+    x_at_the_gradient = np.array([tiny, 5.0, 5.0, 1.0], dtype=np.float32)
+    with pytest.raises(Rejected, match="denormal gradient"):
+        _check_telling(op, x_at_the_gradient, dy, params, "both")
+    _check_telling(op, np.array([tiny, 5.0, 1.0, 1.0], dtype=np.float32), np.roll(dy, 2), params, "both")
+    with pytest.raises(Rejected, match="X denormal"):  # a negative denormal is dropped flushed or not
+        _check_telling(op, np.array([-tiny, 1.0, 5.0, 2.0], dtype=np.float32), dy[::-1].copy(), params, "x")
+    _check_telling(op, np.array([tiny, 1.0, 5.0, 2.0], dtype=np.float32), dy[::-1].copy(), params, "x")
+    relu = find_operator("ACTIVATION_RELU_GRAD")
+    with pytest.raises(Rejected, match="denormal gradient"):  # X negative where the denormal gradient is
+        _check_telling(relu, np.array([-1.0, 2.0], dtype=np.float32), np.float32([1e-40, 3.0]), {}, "dy")
+
+
 @pytest.mark.slow
 def test_the_input_flushed_candidate_flushes_the_comparison_and_keeps_the_selected_gradient():
     from dmlconform.generation.freeze import is_fp32_denormal

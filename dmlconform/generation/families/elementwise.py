@@ -29,12 +29,12 @@ from dmlconform.generation.families.common import (
     tensor,
 )
 from dmlconform.generation.families.pairs import class_values, pairwise_plans
-from dmlconform.generation.freeze import is_fp32_denormal
+from dmlconform.generation.freeze import Rejected, flush_fp32_denormals, is_fp32_denormal
 from dmlconform.generation.spec import FLUSHED, GRADIENT_FLUSHED, INPUT_FLUSHED, CaseSpec, TensorSpec
 from dmlconform.generation.values import distinct_nonzero, gradients, next_toward, pick, specials, unique_sorted
 from dmlconform.interactions.elementwise import RELATIONS
 from dmlconform.interactions.value_classes import classes_of
-from dmlconform.ops.base import Operator
+from dmlconform.ops.base import Description, Operator, TensorDesc
 from dmlconform.suite.tiers import Tier
 
 RELU = "ACTIVATION_RELU_GRAD"
@@ -244,6 +244,7 @@ def select_denormals(family: Family, tier: Tier) -> Iterator[Plan]:
             if where in ("dy", "both"):
                 values, places = _denormals(count, draw)
                 dy[places] = values[places]
+            _check_telling(family.op, x, dy, params, where)
             candidates = {"preserved": family.op.variants[0], "flushed": FLUSHED}
             if where == "both":
                 candidates |= {INPUT_FLUSHED: INPUT_FLUSHED, GRADIENT_FLUSHED: GRADIENT_FLUSHED}
@@ -251,6 +252,21 @@ def select_denormals(family: Family, tier: Tier) -> Iterator[Plan]:
                          candidates, DENORMAL_BEHAVIOUR[where])
 
         yield Plan(case_id, (index,), make)
+
+
+def _check_telling(op: Operator, x: np.ndarray, dy: np.ndarray, params: dict, where: str) -> None:
+    """Rejects a draw whose candidates would not differ where the case is for: X's denormals need one that the
+    select keeps and flushing drops (a positive one, against a bound or ReluGrad's threshold at zero) beside a normal
+    gradient; dY's, and both, a denormal gradient where X is kept whether it is flushed or not (what input-flushed,
+    D3D11's rule, keeps and flushed drops)."""
+    dtype = DataType.from_numpy(x.dtype)
+    desc = Description(op, op.parse_params(params, dtype), {name: TensorDesc(dtype, x.shape) for name in op.tensors})
+    kept, kept_flushed = (op.keep(values, desc, op.variants[0]) for values in (x, flush_fp32_denormals(x)))
+    dy_denormal = is_fp32_denormal(dy)
+    if where == "x" and not (kept & ~kept_flushed & ~dy_denormal).any():
+        raise Rejected("no X denormal that flushing drops beside a normal gradient")
+    if where in ("dy", "both") and not (kept & kept_flushed & dy_denormal).any():
+        raise Rejected("no denormal gradient where X is kept, flushed or not")
 
 
 def select_one_element(family: Family, tier: Tier) -> Iterator[Plan]:
