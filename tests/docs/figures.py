@@ -112,9 +112,13 @@ def crosscheck_figures(document: dict) -> dict[str, int]:
     all and per behaviour."""
     figures = {"standard.crosscheck.cases": len(document["cases"]),
                "standard.crosscheck.agree": document["summary"]["all agree"]}
+    # A backend that could not express a case (torch's avg_pool and asymmetric padding: NOT_SUPPORTED) follows no
+    # candidate: it is counted apart, not as a split.
     splits = Counter(case["behaviour"] for case in document["cases"]
-                     if len({backend["matched"] for backend in case["backends"].values()}) > 1)
+                     if len({backend["matched"] for backend in case["backends"].values() if backend["matched"]}) > 1)
     figures["standard.crosscheck.splits"] = sum(splits.values())
+    figures["standard.crosscheck.not-expressed"] = sum(
+        1 for case in document["cases"] if any(not backend["ran"] for backend in case["backends"].values()))
     figures.update({f"standard.crosscheck.splits.{behaviour}": count for behaviour, count in splits.items()})
     return figures
 
