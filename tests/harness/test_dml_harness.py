@@ -550,14 +550,14 @@ def test_the_directml_run_applied_the_releases_known_issues_by_default(directml_
     from dmlconform.surface.paths import split_case_id
 
     known = {case["id"]: case["known_issue"]["id"] for case in document["cases"] if case["known_issue"]}
-    # CI runs every path (--path all): the same five cases on the operator and the graph path (DECISIONS.md §10).
+    # CI runs every path (--path all): the same cases on the operator and the graph path (DECISIONS.md §10, §11).
     on_paths = {path.value: {base for base, on in map(split_case_id, known) if on is path}
                 for path in {split_case_id(case_id)[1] for case_id in known}}
     expected = {path for path in document.get("paths") or ["operator"] if path in ("operator", "graph", "in-place")}
     assert set(on_paths) == expected and {split_case_id(c)[0] for c in known} <= KNOWN_ACCEPTED, known
-    # The five of issue 30 and issue 41's five on the operator and graph paths, the two ClipGrad INT64 ones in place.
+    # The five of issue 30 and issue 41's seven on the operator and graph paths, the two ClipGrad INT64 ones in place.
     assert {path: len(found) for path, found in on_paths.items()} == \
-        {path: 2 if path == "in-place" else 10 for path in expected}, known
+        {path: 2 if path == "in-place" else 12 for path in expected}, known
     assert all(case["status"] == "EXPECTED_FAIL" for case in document["cases"] if case["id"] in known)
     assert document["expectations"] == [] and "FAIL" not in document["summary"]
 
