@@ -203,16 +203,22 @@ def axis_states() -> frozenset[tuple[int, int, int, int, int, int]]:
 @cache
 def enumerated_states(spatial: int) -> frozenset[tuple[str, str, str, str, str, str]]:
     """Every (include-padding, place, divisor, windows, gradient-size, padding) of a window over `spatial` axes."""
-    def merge(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-        return (a[0] | b[0], *(max(x, y) for x, y in zip(a[1:], b[1:], strict=True)))
-
-    single = axis_states()
-    states = set(single)
+    # One window per axis, merged as window_sites and case_codes merge them: the flags or-ed, every class the
+    # largest. As arrays (a row per state, every pair of a state and an axis's state at once, duplicates dropped
+    # after each axis): a loop over the pairs was a second of every `dmlconform generate`.
+    single = np.array(sorted(axis_states()), dtype=np.int64)
+    if single.min() < 0 or single.max() > 15:
+        raise ValueError("an axis state field outside 0..15 does not fit the 4-bit keys below")
+    states = single
     for _ in range(spatial - 1):
-        states = {merge(state, axis) for state in states for axis in single}
+        merged = [states[:, None, 0] | single[None, :, 0],
+                  *(np.maximum(states[:, None, field], single[None, :, field]) for field in range(1, 6))]
+        # Each field is below 16: one int64 key a state, so that np.unique sorts numbers, not rows.
+        keys = np.unique(sum(field.reshape(-1) << (4 * index) for index, field in enumerate(merged)))
+        states = np.stack([(keys >> (4 * index)) & 15 for index in range(6)], axis=1)
+    places = place_of(states[:, 0])
     found = set()
-    for flags, plain, padded, windows, size, padding in states:
-        place = PLACE[int(place_of(np.array(flags)))]
+    for place, (_, plain, padded, windows, size, padding) in zip(places.tolist(), states.tolist(), strict=True):
         for include, divisor in ((INCLUDE[0], plain), (INCLUDE[1], padded)):
-            found.add((include, place, DIVISOR[divisor], WINDOWS[windows], SIZE[size], PADDING[padding]))
+            found.add((include, PLACE[place], DIVISOR[divisor], WINDOWS[windows], SIZE[size], PADDING[padding]))
     return frozenset(found)
