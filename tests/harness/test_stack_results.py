@@ -134,7 +134,7 @@ def test_the_ort_dml_tables_are_derived_from_the_kept_results(tmp_path: Path, fo
     assert made.returncode == 0, made.stderr
     table = made.stdout.split("\n\n")[0].strip()
     assert table in (REPO / "docs" / "onnxruntime-backend.md").read_text()
-    # 3 FAIL: DirectML's INT64 comparison shows through the graphs' Less/Greater (DML-CLIP-GRAD-INT64-SIGNED-LOW-WORD)
+    # 3 FAIL: DirectML's INT64 comparison shows through the graphs' Less/Greater (DML-EP-INT64-SIGNED-LOW-WORD)
     assert "| **all** | | | 2426 | 2426 | 0 | 0 | 2423 / 3 |" in table
     with_layouts = {case.full_id for case in _bundled_cases()
                     if any(not layout.is_default for layout in case.description.layouts.values())}
