@@ -64,6 +64,9 @@ PROBE_UNEQUAL = 5
 #: Axis sizes the universe is probed with: inputs 1 to PROBE_INPUTS, outputs 0 .. PROBE_OUTPUTS - 1.
 PROBE_INPUTS = 6
 PROBE_OUTPUTS = 16
+#: The probed input sizes as a column, and the COORDINATES indexes, for classifying every size at once.
+INPUT_SIZES = np.arange(1, PROBE_INPUTS + 1, dtype=np.int64)[:, None]
+CLASS_INDEXES = np.arange(len(COORDINATES))
 
 
 def scale_kind(scale: float) -> str:
@@ -109,8 +112,11 @@ def known_coordinates(n_out: int, scale: float, input_offset: float, output_offs
     return x, delta
 
 
-def classify_coordinates(x: np.ndarray, delta: np.ndarray, n_in: int, mode: str, rounding: str) -> np.ndarray:
-    last = n_in - 1
+def classify_coordinates(x: np.ndarray, delta: np.ndarray, n_in: int | np.ndarray, mode: str,
+                         rounding: str) -> np.ndarray:
+    """COORDINATES index of each coordinate x(o) on an input of n_in elements; `n_in` may be an array of input sizes
+    shaped to broadcast against x (a column: one row of classes per size)."""
+    last = np.asarray(n_in) - 1
     with np.errstate(invalid="ignore"):
         if mode == "LINEAR":
             below, above = np.floor(x - delta), np.floor(x + delta)
@@ -125,13 +131,12 @@ def classify_coordinates(x: np.ndarray, delta: np.ndarray, n_in: int, mode: str,
             moves = np.clip(pick(x - delta), 0, last) != np.clip(pick(x + delta), 0, last)
             low, high = pick(x) < 0, pick(x) > last
         fraction = np.where(np.isfinite(x), x - np.floor(x), np.nan)
-    classes = np.full(x.shape, COORDINATES.index("interior"), dtype=np.int64)
-    classes[fraction == 0.5] = COORDINATES.index("half")
-    classes[fraction == 0] = COORDINATES.index("integer")
-    classes[high] = COORDINATES.index("clamped-high")
-    classes[low] = COORDINATES.index("clamped-low")
-    classes[(delta > 0) & moves] = COORDINATES.index("knife-edge")
-    return classes
+    shape = np.broadcast_shapes(x.shape, last.shape)
+    # The first condition that holds names the class: a knife-edge before a clamp, a clamp before the fraction's.
+    conditions = [(delta > 0) & moves, low, high, fraction == 0, fraction == 0.5]
+    picked = ("knife-edge", "clamped-low", "clamped-high", "integer", "half")
+    return np.select([np.broadcast_to(condition, shape) for condition in conditions],
+                     [COORDINATES.index(name) for name in picked], COORDINATES.index("interior")).astype(np.int64)
 
 
 def axis_sites(n_in: int, n_out: int, scale: float, input_offset: float, output_offset: float, mode: str,
@@ -223,10 +228,13 @@ def probed_recipes(roundings: tuple[str, ...] = ("DECREASING", "INCREASING"), sw
             tail = (scale_kind(scale), offsets_kind(ipo, opo))
             for (mode, rounding) in modes:
                 x, delta = known_coordinates(PROBE_OUTPUTS, scale, *forward, mode == "LINEAR", rounding)
-                for n_in in range(1, PROBE_INPUTS + 1):
-                    classes = classify_coordinates(x, delta, n_in, mode, rounding)
-                    shown, first = np.unique(classes, return_index=True)
-                    for c, o in zip(shown.tolist(), first.tolist(), strict=True):
+                # Every input size at once (a row each); per row, each class shown and where it first shows, in
+                # class order (what np.unique(row, return_index=True) gives, row by row).
+                classes = classify_coordinates(x, delta, INPUT_SIZES, mode, rounding)
+                hits = classes[:, :, None] == CLASS_INDEXES
+                shown, first = hits.any(axis=1).tolist(), hits.argmax(axis=1).tolist()
+                for n_in, row_shown, row_first in zip(INPUT_SIZES[:, 0].tolist(), shown, first, strict=True):
+                    for c, o in ((c, o) for c, (hit, o) in enumerate(zip(row_shown, row_first, strict=True)) if hit):
                         found.setdefault((mode, rounding, COORDINATES[c], *tail), []).append(
                             (scale, ipo, opo, n_in, o))
     return {key: tuple(recipes) for key, recipes in found.items()}
