@@ -56,12 +56,28 @@ class Draw:
         return items[self.below(len(items))]
 
     def shuffled(self, items: Sequence[T]) -> list[T]:
-        """A Fisher-Yates shuffle driven by this stream."""
+        """A Fisher-Yates shuffle driven by this stream: swap i with below(i + 1), i from the last down to 1, its
+        words taken at once (a call of `below` a swap was most of a shuffle's time)."""
         out = list(items)
-        for i in range(len(out) - 1, 0, -1):
-            j = self.below(i + 1)
+        count = len(out) - 1
+        if count < 1:
+            return out
+        words = self._ahead[self._next:self._next + count]
+        self._next += len(words)
+        if len(words) < count:
+            words += self._bits.random_raw(count - len(words)).tolist()
+        for i, word in zip(range(count, 0, -1), words, strict=True):
+            j = word % (i + 1)
             out[i], out[j] = out[j], out[i]
         return out
+
+    def fraction(self) -> float:
+        """One float in [0, 1) from the next word: `unit(1)[0]` without an array (the top 53 bits, exactly scaled)."""
+        if self._next == len(self._ahead):
+            self._ahead, self._next = self._bits.random_raw(AHEAD).tolist(), 0
+        word = self._ahead[self._next]
+        self._next += 1
+        return (word >> 11) * 2.0**-53
 
     def unit(self, count: int) -> np.ndarray:
         """`count` floats in [0, 1): the top 53 bits of each word, scaled exactly."""

@@ -30,6 +30,17 @@ def test_words_taken_ahead_are_used_in_stream_order():
                 count = int(rng.choice([0, 1, 2, AHEAD - 1, AHEAD, AHEAD + 1, 3 * AHEAD]))
                 words = draw.raw(count)
                 assert words.dtype == np.uint64 and words.tolist() == stream.random_raw(count).tolist()
+            elif rng.random() < 0.1:  # a shuffle takes a word a swap, as a below(i + 1) each would
+                items = list(range(int(rng.choice([0, 1, 2, 5, AHEAD, AHEAD + 3]))))
+                expected = list(items)
+                for i in range(len(items) - 1, 0, -1):
+                    j = int(stream.random_raw()) % (i + 1)
+                    expected[i], expected[j] = expected[j], expected[i]
+                assert draw.shuffled(items) == expected
+            elif rng.random() < 0.1:  # fraction() is unit(1)[0], from the next word of the stream
+                expected = float((np.array([stream.random_raw()], dtype=np.uint64) >> np.uint64(11))
+                                 .astype(np.float64)[0] * 2.0**-53)
+                assert draw.fraction() == expected
             else:
                 bound = int(rng.choice([1, 3, 1000, 2**40]))
                 assert draw.below(bound) == int(stream.random_raw()) % bound
