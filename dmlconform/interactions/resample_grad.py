@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from dmlconform.dtypes import DataType
 from dmlconform.interactions.common import dtype_feature, rank_feature, support_cells
 from dmlconform.interactions.model import Feature, Interaction, OperatorModel, Site
 from dmlconform.interactions.resample_grad1 import (
@@ -29,6 +28,7 @@ from dmlconform.interactions.resample_grad1 import (
     Recipe,
     axis_sites,
     probed_recipes,
+    sites_per_axis,
 )
 from dmlconform.ops.resample_grad import DEFAULT
 
@@ -90,15 +90,8 @@ class ResampleGradModel(OperatorModel):
 
     def sites(self, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
               output_shape: tuple[int, ...]) -> set[Site]:
-        dy = inputs["InputGradientTensor"]
-        head = (DataType.from_numpy(dy.dtype).name, str(len(output_shape)))
-        found: set[Site] = set()
-        for n_in, n_out, scale, ipo, opo in zip(output_shape, dy.shape, params["Scales"],
-                                                params["InputPixelOffsets"], params["OutputPixelOffsets"],
-                                                strict=True):
-            found |= {(*head, *site) for site in _axis_sites(n_in, n_out, float(scale), float(ipo), float(opo),
-                                                            params["InterpolationMode"])}
-        return found
+        return sites_per_axis(params, inputs, output_shape,
+                              lambda *axis: _axis_sites(*axis, params["InterpolationMode"]))
 
     def possible_sites(self) -> Iterator[Site]:
         axes = probed_axes()

@@ -26,7 +26,7 @@ zero offsets is exact, ...).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
@@ -149,6 +149,19 @@ def axis_sites(n_in: int, n_out: int, scale: float, input_offset: float, output_
     return {(*head, COORDINATES[int(c)], *tail) for c in found}
 
 
+
+def sites_per_axis(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], output_shape: tuple[int, ...],
+                   axis_sites: Callable[[int, int, float, float, float], Iterable[tuple[str, ...]]]) -> set[Site]:
+    """A resample gradient's sites: the data type and rank, then each axis's own (dX extent, dY extent, scale and the
+    two offsets as given), for both ResampleGrads."""
+    dy = inputs["InputGradientTensor"]
+    head = (DataType.from_numpy(dy.dtype).name, str(len(output_shape)))
+    found: set[Site] = set()
+    for n_in, n_out, scale, ipo, opo in zip(output_shape, dy.shape, params["Scales"], params["InputPixelOffsets"],
+                                            params["OutputPixelOffsets"], strict=True):
+        found |= {(*head, *site) for site in axis_sites(n_in, n_out, float(scale), float(ipo), float(opo))}
+    return found
+
 class ResampleGrad1Model(OperatorModel):
     op = OP
 
@@ -172,16 +185,8 @@ class ResampleGrad1Model(OperatorModel):
 
     def sites(self, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
               output_shape: tuple[int, ...]) -> set[Site]:
-        dy = inputs["InputGradientTensor"]
-        head = (DataType.from_numpy(dy.dtype).name, str(len(output_shape)))
-        found: set[Site] = set()
-        for n_in, n_out, scale, ipo, opo in zip(output_shape, dy.shape, params["Scales"],
-                                                params["InputPixelOffsets"], params["OutputPixelOffsets"],
-                                                strict=True):
-            found |= {(*head, *site) for site in _axis_sites(n_in, n_out, float(scale), float(ipo), float(opo),
-                                                            params["InterpolationMode"],
-                                                            params["RoundingDirection"])}
-        return found
+        mode, rounding = params["InterpolationMode"], params["RoundingDirection"]
+        return sites_per_axis(params, inputs, output_shape, lambda *axis: _axis_sites(*axis, mode, rounding))
 
     def possible_sites(self) -> Iterator[Site]:
         axes = probed_axes()

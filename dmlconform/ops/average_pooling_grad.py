@@ -40,11 +40,12 @@ from dmlconform.feature_levels import FeatureLevel as L
 from dmlconform.feature_levels import SupportRow, SupportTable
 from dmlconform.ops.base import (
     Description,
-    DescriptionError,
     Operator,
     Param,
     ParamKind,
     Reference,
+    check_at_least_one,
+    check_batch_and_channels,
 )
 
 SUPPORT = SupportTable((SupportRow(L.L3_0, 4, 5, frozenset({T.FLOAT32, T.FLOAT16})),))
@@ -330,7 +331,7 @@ class AveragePoolingGrad(Operator):
     support = SUPPORT
     params = (*(Param(name, ParamKind.UINTS) for name in GEOMETRY), Param("IncludePadding", ParamKind.BOOL))
     dimension_arrays = GEOMETRY
-    # Provisional order (the first is the default): the most literal reading first, until DirectML is measured.
+    # The first is the default: what DirectML 1.15.4 did on lavapipe and an H200 (DECISIONS.md §11).
     variants = (CLIPPED, FULL_WINDOW, IN_BOUNDS_OVERHANG, END_AS_START)
     dimension_count_rule = "the spatial dimension count (the tensors' DimensionCount - 2)"
 
@@ -338,15 +339,8 @@ class AveragePoolingGrad(Operator):
         return desc.output.rank - 2
 
     def check_rules(self, desc: Description) -> None:
-        for name in ("Strides", "WindowSize"):
-            for i, value in enumerate(desc.params[name]):
-                if value < 1:
-                    raise DescriptionError(f"{name}[{i}]", f"{value} must be at least 1")
-        dx, dy = desc.tensors["OutputGradientTensor"].shape, desc.tensors["InputGradientTensor"].shape
-        for i, label in enumerate(("BatchCount", "ChannelCount")):
-            if dy[i] != dx[i]:
-                raise DescriptionError(f"InputGradientTensor.Sizes[{i}]", f"{label} {dy[i]} differs from "
-                                       f"OutputGradientTensor's {dx[i]}")
+        check_at_least_one(desc, ("Strides", "WindowSize"))
+        check_batch_and_channels(desc, "OutputGradientTensor")
 
     def reading(self, variant: str | None) -> str:
         return variant or self.variants[0]

@@ -308,3 +308,21 @@ def check_min_max_dtype(desc: Description) -> None:
     if explicit is not None and explicit is not desc.output.dtype:
         raise DescriptionError("MinMaxDataType", f"{explicit.name} must match OutputGradientTensor.DataType "
                                f"{desc.output.dtype.name}")
+
+
+def check_at_least_one(desc: Description, names: Sequence[str]) -> None:
+    """Every element of these UINT arrays is at least 1 (a pooling's strides, window and dilations)."""
+    for name in names:
+        for i, value in enumerate(desc.params[name]):
+            if value < 1:
+                raise DescriptionError(f"{name}[{i}]", f"{value} must be at least 1")
+
+
+def check_batch_and_channels(desc: Description, other: str) -> None:
+    """InputGradientTensor's BatchCount and ChannelCount are `other`'s: pooling works within a plane."""
+    dy, sizes = desc.tensors["InputGradientTensor"].shape, desc.tensors[other].shape
+    for i, label in enumerate(("BatchCount", "ChannelCount")):
+        if dy[i] != sizes[i]:
+            raise DescriptionError(f"InputGradientTensor.Sizes[{i}]", f"{label} {dy[i]} differs from {other}'s "
+                                   f"{sizes[i]}")
+

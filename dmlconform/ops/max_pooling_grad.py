@@ -23,11 +23,12 @@ from dmlconform.feature_levels import FeatureLevel as L
 from dmlconform.feature_levels import SupportRow, SupportTable
 from dmlconform.ops.base import (
     Description,
-    DescriptionError,
     Operator,
     Param,
     ParamKind,
     Reference,
+    check_at_least_one,
+    check_batch_and_channels,
 )
 from dmlconform.ops.parallel import in_parallel
 
@@ -334,15 +335,8 @@ class MaxPoolingGrad(Operator):
         return desc.tensors["InputTensor"].rank - 2
 
     def check_rules(self, desc: Description) -> None:
-        for name in ("Strides", "WindowSize", "Dilations"):
-            for i, value in enumerate(desc.params[name]):
-                if value < 1:
-                    raise DescriptionError(f"{name}[{i}]", f"{value} must be at least 1")
-        x, dy = desc.tensors["InputTensor"].shape, desc.tensors["InputGradientTensor"].shape
-        for i, label in enumerate(("BatchCount", "ChannelCount")):
-            if dy[i] != x[i]:
-                raise DescriptionError(f"InputGradientTensor.Sizes[{i}]", f"{label} {dy[i]} differs from "
-                                       f"InputTensor's {x[i]}")
+        check_at_least_one(desc, ("Strides", "WindowSize", "Dilations"))
+        check_batch_and_channels(desc, "InputTensor")
 
     def reference(self, desc: Description, inputs: Mapping[str, np.ndarray], variant: str | None = None
                   ) -> Reference:
